@@ -1,0 +1,26 @@
+from setuptools import find_packages, setup
+
+package_name = "spin_decoupler_ros"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
+        (f"share/{package_name}", ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="spin_decoupler maintainers",
+    maintainer_email="maintainers@spin-decoupler.dev",
+    description="Decouple an RL learner from a robot's control loop over ROS 2.",
+    license="GPL-3.0-only",
+    entry_points={
+        "console_scripts": [
+            "first_order_plant_agent = spin_decoupler_ros.examples.first_order_plant.agent:main",
+            "first_order_plant_train = spin_decoupler_ros.examples.first_order_plant.train:main",
+            "skeleton_agent = spin_decoupler_ros.skeletons.skeleton_agent:main",
+        ],
+    },
+)

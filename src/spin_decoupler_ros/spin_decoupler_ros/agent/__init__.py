@@ -1,0 +1,5 @@
+"""The agent side: ``AgentNode``, a timer-driven control loop serving RL steps."""
+
+from spin_decoupler_ros.agent.agent_node import AgentNode, AgentParameters
+
+__all__ = ["AgentNode", "AgentParameters"]

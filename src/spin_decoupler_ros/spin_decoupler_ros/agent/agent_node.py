@@ -1,0 +1,604 @@
+"""AgentNode: the base of every agent, a timer-driven control loop that serves RL steps.
+
+One step, on this side::
+
+    Episode goal (reset)  -> reset_workspace() ... reset_done() -> feedback seq 0
+    step_command (topic)  -> checked by AgentProtocol -> apply_action() at once,
+                             control timer re-phased to the action's start
+    control timer ticks   -> apply_action(last action) every period
+    tick where due        -> build_observation() -> feedback seq n (LAT, ATO)
+
+Nothing here blocks or sleeps: the Episode goal's execute callback awaits a Future
+that the control loop completes when the episode ends, and steps are handed to the
+control loop through the protocol state, not through a queue a callback waits on.
+
+Subclasses implement the hooks (``build_observation``, ``apply_action``,
+``reset_workspace``, ``null_action``; optionally ``reset_done``, ``on_action_start``,
+``agent_reward``, ``safe_hold``).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+
+from spin_decoupler_msgs.action import Episode
+from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
+from spin_decoupler_ros.conversions import (
+    duration_to_ns,
+    float64_field,
+    ns_to_duration,
+    ns_to_time,
+)
+from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
+from spin_decoupler_ros.core.spaces import ActionSpec
+from spin_decoupler_ros.core.timing import TickMonitor, ns_to_seconds, seconds_to_ns
+from spin_decoupler_ros.node_runner import EXECUTORS, ExitRequested
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
+
+# Commands must not be lost: reliable, a few deep (the RL side sends one at a time).
+COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+# Status and description are state, not events: latched for late joiners.
+LATCHED_QOS = QoSProfile(
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    history=HistoryPolicy.KEEP_LAST,
+)
+# Timing records are for logs; a slow logger must not stall the agent.
+TIMING_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+
+_OUTCOME_NAMES = {
+    Episode.Result.ENDED: "ENDED",
+    Episode.Result.FINISHED: "FINISHED",
+    Episode.Result.ABORTED: "ABORTED",
+    Episode.Result.WATCHDOG: "WATCHDOG",
+    Episode.Result.CANCELED: "CANCELED",
+}
+
+
+def outcome_name(outcome: int) -> str:
+    return _OUTCOME_NAMES.get(outcome, f"outcome {outcome}")
+
+
+@dataclass
+class _EpisodeHandle:
+    goal_handle: ServerGoalHandle
+    done: Future
+    received_ns: int  # when the goal arrived: the reset's "command received" time
+
+
+@dataclass(frozen=True)
+class AgentParameters:
+    """The base parameters, validated (see ``declare_agent_parameters``)."""
+
+    rl_timestep_ns: int
+    control_period_ns: int
+    watchdog_ns: int
+    max_step_duration_ns: int
+    clip_actions: bool
+    exit_on_finish: bool
+    realtime_priority: int
+    executor: str
+    period_log: str
+
+
+def declare_agent_parameters(node: Node) -> AgentParameters:
+    """Declare and check the parameters every agent has; raise ParameterError naming a bad one."""
+    rl_timestep = declare_float(
+        node, "rl_timestep", 0.1, "default duration of one RL step's action", unit="s", low=1e-4, high=60.0
+    )
+    control_rate = declare_float(node, "control_rate", 100.0, "control loop frequency", unit="Hz", low=1.0, high=5000.0)
+    period = 1.0 / control_rate
+    if rl_timestep <= period:
+        raise ParameterError(
+            f"parameter 'rl_timestep' = {rl_timestep:g} s must exceed the control period "
+            f"1/control_rate = {period:g} s; allowed: rl_timestep > {period:g} s (or raise control_rate)"
+        )
+    watchdog = declare_float(
+        node,
+        "watchdog_timeout",
+        0.0,
+        "hold position when the RL side is silent this long after an observation; 0 = 5 RL timesteps, at least 0.5 s",
+        unit="s",
+        low=0.0,
+        high=3600.0,
+    )
+    if watchdog == 0.0:
+        watchdog = max(0.5, 5.0 * rl_timestep)
+    elif watchdog <= rl_timestep:
+        raise ParameterError(
+            f"parameter 'watchdog_timeout' = {watchdog:g} s must exceed rl_timestep ({rl_timestep:g} s)"
+        )
+    max_duration = declare_float(
+        node, "max_step_duration", 10.0, "longest action duration a step may request", unit="s", low=1e-4, high=3600.0
+    )
+    if max_duration < rl_timestep:
+        raise ParameterError(
+            f"parameter 'max_step_duration' = {max_duration:g} s is below rl_timestep ({rl_timestep:g} s)"
+        )
+    return AgentParameters(
+        rl_timestep_ns=seconds_to_ns(rl_timestep),
+        control_period_ns=seconds_to_ns(period),
+        watchdog_ns=seconds_to_ns(watchdog),
+        max_step_duration_ns=seconds_to_ns(max_duration),
+        clip_actions=declare_bool(
+            node, "clip_actions", True, "clip finite out-of-range actions (true) or reject them (false)"
+        ),
+        exit_on_finish=declare_bool(node, "exit_on_finish", False, "exit the node when the RL side finishes"),
+        realtime_priority=declare_int(
+            node,
+            "realtime_priority",
+            0,
+            "SCHED_FIFO priority for the control loop thread; 0 keeps normal scheduling",
+            low=0,
+            high=99,
+        ),
+        executor=declare_str(node, "executor", "single_threaded", "rclpy executor", choices=EXECUTORS),
+        period_log=declare_str(
+            node, "period_log", "", "write every control period (ns, .npy) to this file at exit; for benchmarks"
+        ),
+    )
+
+
+class AgentNode(Node):
+    """Base class of an agent node: subclass it and implement the hooks.
+
+    :param node_name: the node's name.
+    :param action_low: lower bounds of the action box.
+    :param action_high: upper bounds of the action box.
+    :param observation_size: length of what ``build_observation`` returns.
+    :param observation_names: optional names of the observation elements.
+    :param agent_type: a label published in the description (defaults to the class name).
+    """
+
+    def __init__(
+        self,
+        node_name: str,
+        *,
+        action_low: Sequence[float] | np.ndarray,
+        action_high: Sequence[float] | np.ndarray,
+        observation_size: int,
+        observation_names: Sequence[str] = (),
+        agent_type: str | None = None,
+        **node_kwargs: object,
+    ) -> None:
+        super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
+        self.params = declare_agent_parameters(self)
+        self.executor_kind = self.params.executor
+        spec = ActionSpec(np.asarray(action_low), np.asarray(action_high), clip=self.params.clip_actions)
+        if observation_names and len(observation_names) != observation_size:
+            raise ValueError(f"{len(observation_names)} observation names for {observation_size} elements")
+        self.observation_size = int(observation_size)
+        self._protocol = AgentProtocol(
+            spec,
+            rl_timestep_ns=self.params.rl_timestep_ns,
+            control_period_ns=self.params.control_period_ns,
+            watchdog_ns=self.params.watchdog_ns,
+            max_duration_ns=self.params.max_step_duration_ns,
+        )
+        self._ticks = TickMonitor(self.params.control_period_ns, history=2_000_000 if self.params.period_log else 0)
+        self._episodes: dict[bytes, _EpisodeHandle] = {}
+        self._step: StepStart | None = None
+        self._rejected = 0
+        self._status_state = -1
+        self._status_message = ""
+        self._status_client = ""
+        self._faulted_hold_logged = False
+
+        self._status_pub = self.create_publisher(AgentStatus, "status", LATCHED_QOS)
+        self._description_pub = self.create_publisher(AgentDescription, "description", LATCHED_QOS)
+        self._timing_pub = self.create_publisher(StepTiming, "step_timing", TIMING_QOS)
+        self._command_sub = self.create_subscription(StepCommand, "step_command", self._on_step_command, COMMAND_QOS)
+        self._action_server = ActionServer(
+            self,
+            Episode,
+            "episode",
+            execute_callback=self._execute_episode,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_goal_accepted,
+            cancel_callback=self._on_cancel,
+            # The client asks for the result as soon as the goal is accepted, so results
+            # need not linger; fewer retained goals keep status messages small.
+            result_timeout=5,
+        )
+        self._timer = self.create_timer(ns_to_seconds(self.params.control_period_ns), self._on_control_timer)
+
+        self._description_pub.publish(
+            AgentDescription(
+                agent_type=agent_type or type(self).__name__,
+                action_low=float64_field(spec.low),
+                action_high=float64_field(spec.high),
+                clip_actions=spec.clip,
+                observation_size=self.observation_size,
+                observation_names=list(observation_names),
+                rl_timestep=ns_to_duration(self.params.rl_timestep_ns),
+                control_period=ns_to_duration(self.params.control_period_ns),
+            )
+        )
+        self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
+        self._request_realtime(self.params.realtime_priority)
+        self.get_logger().info(
+            f"agent ready: action size {spec.size}, observation size {self.observation_size}, "
+            f"rl_timestep {ns_to_seconds(self.params.rl_timestep_ns):g} s, "
+            f"control period {ns_to_seconds(self.params.control_period_ns) * 1e3:g} ms, "
+            f"watchdog {ns_to_seconds(self.params.watchdog_ns):g} s"
+        )
+
+    # -- hooks for subclasses ---------------------------------------------------------
+
+    def build_observation(self) -> Sequence[float] | np.ndarray:
+        """The observation now: ``observation_size`` finite numbers."""
+        raise NotImplementedError
+
+    def apply_action(self, action: np.ndarray) -> None:
+        """Command the plant with ``action`` (already checked against the action box).
+
+        Called on every control tick with the current action, and once at the moment a
+        new action arrives.
+        """
+        raise NotImplementedError
+
+    def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
+        """Start resetting the plant for a new episode. Must not block: the control loop
+        then polls ``reset_done()`` each tick."""
+        raise NotImplementedError
+
+    def null_action(self) -> np.ndarray:
+        """The safe action: what the agent applies when no RL action is current."""
+        return np.zeros(self._protocol.spec.size)
+
+    def reset_done(self) -> bool:
+        """Whether the reset has finished; the reset observation goes out on the first tick it is."""
+        return True
+
+    def on_action_start(self, action: np.ndarray) -> None:
+        """A new action starts now (called once, before its first ``apply_action``)."""
+
+    def agent_reward(self) -> float | None:
+        """An agent-side reward for the step just observed, or None (the RL side computes it)."""
+        return None
+
+    def safe_hold(self) -> None:
+        """Hold the plant safely: applied when idle, holding, or after a hook failed."""
+        self.apply_action(self.null_action())
+
+    # -- public state -----------------------------------------------------------------
+
+    @property
+    def protocol(self) -> AgentProtocol:
+        return self._protocol
+
+    @property
+    def action_spec(self) -> ActionSpec:
+        return self._protocol.spec
+
+    def now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def control_periods(self) -> np.ndarray:
+        """Control periods recorded so far (ns); empty unless ``period_log`` is set."""
+        return self._ticks.periods()
+
+    # -- the control loop ---------------------------------------------------------------
+
+    def _on_control_timer(self) -> None:
+        now = self.now_ns()
+        self._ticks.on_tick(now)
+        self._control_step(now)
+
+    def _control_step(self, now: int) -> None:
+        protocol = self._protocol
+        if protocol.state is AgentState.AFTER_RESET:
+            # The reset hook drives the plant until it reports done.
+            done = self._call_hook("reset_done", self.reset_done)
+            if done:
+                self._send_reset_observation(now)
+            return
+        event = protocol.on_tick(now)
+        if event is TickEvent.OBSERVE:
+            self._send_step_observation(now)
+        elif event is TickEvent.WATCHDOG:
+            self._on_watchdog(now)
+        self._apply_current()
+
+    def _apply_current(self) -> None:
+        action = self._protocol.active_action
+        if action is not None:
+            self._call_hook("apply_action", self.apply_action, action)
+        else:
+            self._hold()
+
+    def _hold(self) -> None:
+        try:
+            self.safe_hold()
+            self._faulted_hold_logged = False
+        except Exception as exc:
+            if not self._faulted_hold_logged:
+                self.get_logger().error(f"safe_hold raised {type(exc).__name__}: {exc}; retrying every tick")
+                self._faulted_hold_logged = True
+
+    def _call_hook(self, name: str, hook, *args):  # type: ignore[no-untyped-def]
+        """Run a user hook; if it raises, abort the episode, hold, and keep the loop alive."""
+        try:
+            return hook(*args)
+        except Exception as exc:
+            self._fault(name, exc)
+            return None
+
+    def _fault(self, hook: str, exc: BaseException) -> None:
+        text = f"{hook} raised {type(exc).__name__}: {exc}"
+        self.get_logger().error(f"{text}; aborting the episode and holding\n{traceback.format_exc()}")
+        ended = self._protocol.end_episode()
+        self._step = None
+        if ended is not None:
+            self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, text)
+        self._set_status(AgentStatus.FAULT, f"{text}; holding until the next reset", "")
+        self._hold()
+
+    # -- observations -----------------------------------------------------------------
+
+    def _observation(self) -> np.ndarray | None:
+        raw = self._call_hook("build_observation", self.build_observation)
+        if raw is None:
+            return None
+        obs = np.asarray(raw, dtype=np.float64).reshape(-1)
+        if obs.size != self.observation_size:
+            self._fault(
+                "build_observation",
+                ValueError(f"returned {obs.size} values, the agent declared observation_size {self.observation_size}"),
+            )
+            return None
+        if not np.all(np.isfinite(obs)):
+            bad = int(np.argmax(~np.isfinite(obs)))
+            self._fault("build_observation", ValueError(f"observation[{bad}] is {obs[bad]}"))
+            return None
+        return obs
+
+    def _send_reset_observation(self, now: int) -> None:
+        episode = self._protocol.episode
+        assert episode is not None
+        handle = self._episodes.get(episode.episode_id)
+        obs = self._observation()
+        if obs is None or handle is None:
+            return
+        self._protocol.reset_observed(now)
+        self._ticks.start_step()
+        feedback = Episode.Feedback()
+        result = feedback.step
+        result.seq = 0
+        result.observation = float64_field(obs)
+        result.ato = ns_to_time(now)
+        result.command_received_at = ns_to_time(handle.received_ns)
+        handle.goal_handle.publish_feedback(feedback)
+
+    def _send_step_observation(self, now: int) -> None:
+        step = self._step
+        episode = self._protocol.episode
+        assert step is not None and episode is not None
+        handle = self._episodes.get(episode.episode_id)
+        obs = self._observation()
+        if obs is None or handle is None:
+            return
+        reward = self._call_hook("agent_reward", self.agent_reward)
+        feedback = Episode.Feedback()
+        result = feedback.step
+        result.seq = step.seq
+        result.observation = float64_field(obs)
+        if reward is not None:
+            result.reward = float(reward)
+            result.has_reward = True
+        result.lat = ns_to_duration(step.lat_ns)
+        result.hold = ns_to_duration(step.hold_ns)
+        result.ato = ns_to_time(now)
+        result.duration = ns_to_duration(now - step.start_ns)
+        result.command_received_at = ns_to_time(step.start_ns)
+        handle.goal_handle.publish_feedback(feedback)
+
+        stats = self._ticks.start_step()
+        self._timing_pub.publish(
+            StepTiming(
+                episode_id=handle.goal_handle.goal_id,
+                seq=step.seq,
+                action_start=ns_to_time(step.start_ns),
+                lat=result.lat,
+                duration=ns_to_duration(step.duration_ns),
+                ato=result.ato,
+                control_ticks=stats.ticks,
+                late_ticks=stats.late_ticks,
+                max_period=ns_to_duration(stats.max_period_ns),
+            )
+        )
+
+    def _on_watchdog(self, now: int) -> None:
+        episode = self._protocol.episode
+        client = episode.client_id if episode else ""
+        message = (
+            f"RL client '{client}' silent for {ns_to_seconds(self.params.watchdog_ns):g} s "
+            "(watchdog): holding position; its next step resumes the episode, or another client may reset"
+        )
+        self.get_logger().warning(message)
+        self._set_status(AgentStatus.HOLDING, message, client)
+
+    # -- step commands ------------------------------------------------------------------
+
+    def _on_step_command(self, msg: StepCommand) -> None:
+        now = self.now_ns()
+        episode_id = bytes(msg.episode_id.uuid)
+        if msg.kind == StepCommand.STEP:
+            try:
+                step = self._protocol.start_step(episode_id, msg.seq, msg.action, duration_to_ns(msg.duration), now)
+            except CommandRejected as exc:
+                self._reject_step(episode_id, msg.seq, str(exc))
+                return
+            self._start_step(step, now)
+        elif msg.kind == StepCommand.FINISH:
+            self._finish(episode_id)
+        else:
+            self._reject_step(episode_id, msg.seq, f"unknown command kind {msg.kind}: expected STEP (0) or FINISH (1)")
+
+    def _start_step(self, step: StepStart, now: int) -> None:
+        self._step = step
+        if self._status_state != AgentStatus.RUNNING:
+            episode = self._protocol.episode
+            self._set_status(AgentStatus.RUNNING, "RL client is back: running", episode.client_id if episode else "")
+        # The action starts now, not at the next tick: run a control step for it and
+        # re-phase the timer so its ticks (and the observation) count from this instant.
+        self._timer.reset()
+        self._ticks.on_tick(now, scheduled=False)
+        self._call_hook("on_action_start", self.on_action_start, step.action)
+        if self._protocol.state is AgentState.EXECUTING:  # not if the hook just failed
+            self._call_hook("apply_action", self.apply_action, step.action)
+
+    def _reject_step(self, episode_id: bytes, seq: int, reason: str) -> None:
+        self._rejected += 1
+        episode = self._protocol.episode
+        handle = self._episodes.get(episode_id) if episode and episode.episode_id == episode_id else None
+        self.get_logger().warning(f"rejected a command: {reason}", throttle_duration_sec=1.0)
+        if handle is not None:
+            feedback = Episode.Feedback()
+            feedback.step.seq = seq
+            feedback.step.error = reason
+            feedback.step.ato = ns_to_time(self.now_ns())
+            handle.goal_handle.publish_feedback(feedback)
+        # Always say it on the status topic too: a client with no episode has no feedback.
+        self._publish_status(f"rejected a command: {reason}")
+
+    def _finish(self, episode_id: bytes) -> None:
+        try:
+            ended = self._protocol.finish(episode_id)
+        except CommandRejected as exc:
+            self._reject_step(episode_id, 0, str(exc))
+            return
+        self._step = None
+        self._complete(ended.episode_id, Episode.Result.FINISHED, ended.steps, "")
+        self._set_status(AgentStatus.IDLE, f"client '{ended.client_id}' finished; holding, waiting for a client", "")
+        self._hold()
+        if self.params.exit_on_finish:
+            self.get_logger().info("the RL side finished and exit_on_finish is set: exiting")
+            self._exit_timer = self.create_timer(0.2, self._exit)
+
+    def _exit(self) -> None:
+        raise ExitRequested()
+
+    # -- the Episode action -------------------------------------------------------------
+
+    def _on_goal(self, goal: Episode.Goal) -> GoalResponse:
+        reason = self._protocol.goal_rejection(goal.client_id)
+        if reason is None:
+            return GoalResponse.ACCEPT
+        self._rejected += 1
+        self.get_logger().warning(f"rejected an episode from '{goal.client_id}': {reason}")
+        self._publish_status(f"rejected an episode from '{goal.client_id}': {reason}")
+        return GoalResponse.REJECT
+
+    def _on_goal_accepted(self, goal_handle: ServerGoalHandle) -> None:
+        now = self.now_ns()
+        goal: Episode.Goal = goal_handle.request
+        episode_id = bytes(goal_handle.goal_id.uuid)
+        previous = self._protocol.episode
+        try:
+            self._protocol.begin_episode(episode_id, goal.client_id, now)
+        except CommandRejected as exc:  # another client got in between accept and here
+            self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
+            goal_handle.execute(self._execute_episode)
+            self._complete(episode_id, Episode.Result.ABORTED, 0, str(exc))
+            return
+        if previous is not None:
+            same_client = previous.client_id == goal.client_id
+            self._complete(
+                previous.episode_id,
+                Episode.Result.ENDED if same_client else Episode.Result.WATCHDOG,
+                previous.steps,
+                "" if same_client else f"client went silent; '{goal.client_id}' took over",
+            )
+        self._step = None
+        self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
+        goal_handle.execute(self._execute_episode)
+        self._set_status(AgentStatus.RUNNING, "episode running", goal.client_id)
+        seed = int(goal.seed) if goal.has_seed else None
+        options = np.asarray(goal.reset_options, dtype=np.float64)
+        self._call_hook("reset_workspace", self.reset_workspace, seed, options)
+
+    async def _execute_episode(self, goal_handle: ServerGoalHandle) -> Episode.Result:
+        handle = self._episodes[bytes(goal_handle.goal_id.uuid)]
+        result: Episode.Result = await handle.done
+        if result.outcome == Episode.Result.CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.outcome in (Episode.Result.ENDED, Episode.Result.FINISHED):
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        episode = self._protocol.episode
+        # Cancel ends the running episode at once; anything else is already over.
+        if episode is not None and episode.episode_id == bytes(goal_handle.goal_id.uuid):
+            ended = self._protocol.end_episode()
+            assert ended is not None
+            self._step = None
+            self._complete(ended.episode_id, Episode.Result.CANCELED, ended.steps, "canceled by the client")
+            self._set_status(AgentStatus.IDLE, "episode canceled; holding", "")
+            self._hold()
+        return CancelResponse.ACCEPT
+
+    def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str) -> None:
+        handle = self._episodes.pop(episode_id, None)
+        if handle is None or handle.done.done():
+            return
+        handle.done.set_result(Episode.Result(outcome=outcome, steps=steps, error=error))
+
+    # -- status -------------------------------------------------------------------------
+
+    def _set_status(self, state: int, message: str, client_id: str) -> None:
+        if state == self._status_state and message == self._status_message:
+            return
+        self._status_state = state
+        self._status_message = message
+        self._status_client = client_id
+        self._publish_status(message)
+
+    def _publish_status(self, message: str) -> None:
+        self._status_pub.publish(
+            AgentStatus(
+                state=max(self._status_state, 0),
+                client_id=self._status_client,
+                message=message,
+                stamp=self.get_clock().now().to_msg(),
+                rejected_commands=self._rejected,
+            )
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def _request_realtime(self, priority: int) -> None:
+        if priority <= 0:
+            return
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+            self.get_logger().info(f"control loop thread runs SCHED_FIFO priority {priority}")
+        except (PermissionError, OSError, AttributeError) as exc:
+            self.get_logger().warning(
+                f"realtime_priority {priority} refused ({exc}); running at normal priority. "
+                "Grant rtprio (limits.conf) or CAP_SYS_NICE, ideally on a PREEMPT_RT kernel."
+            )
+
+    def close(self) -> None:
+        """End any episode (its client gets an ABORTED result) and hold the plant."""
+        ended = self._protocol.end_episode()
+        if ended is not None:
+            self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, "the agent is shutting down")
+        self._hold()
+        if self.params.period_log:
+            np.save(self.params.period_log, self.control_periods())

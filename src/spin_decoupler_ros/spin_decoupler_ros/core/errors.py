@@ -1,0 +1,50 @@
+"""Typed errors of the decoupler, shared by the RL side and the agent side.
+
+Every failure a caller can meet has its own type, so RL code can tell an agent that
+never came up from one that crashed mid-step or one that refused a bad action.
+"""
+
+from __future__ import annotations
+
+
+class DecouplerError(Exception):
+    """Base of every error raised by spin_decoupler."""
+
+
+class AgentNotFoundError(DecouplerError):
+    """No agent answered on the expected names within the connect timeout."""
+
+
+class AgentBusyError(DecouplerError):
+    """The agent refused the episode: it serves another RL client."""
+
+
+class StepTimeoutError(DecouplerError, TimeoutError):
+    """An answer (reset observation, step observation, result) did not arrive in time."""
+
+
+class AgentError(DecouplerError):
+    """The agent answered with an error: a rejected step, or an episode it ended."""
+
+
+class EpisodeEndedError(AgentError):
+    """The agent ended the episode on its own (hook failure, watchdog, another client).
+
+    ``outcome`` is the name of the Episode result outcome (for example ``"ABORTED"``).
+    """
+
+    def __init__(self, message: str, outcome: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class ActionSpaceError(DecouplerError, ValueError):
+    """An action does not fit the agent's action space (length, NaN/inf, range)."""
+
+
+class NotResetError(DecouplerError, RuntimeError):
+    """step() was called with no episode running: call reset() first."""
+
+
+class ParameterError(DecouplerError, ValueError):
+    """A node parameter has a value outside its allowed range; the message names it."""

@@ -1,0 +1,7 @@
+"""The RL side: a synchronous client, a Gymnasium env over it, and the channel beneath both."""
+
+from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
+from spin_decoupler_ros.rl.client import RLClient
+from spin_decoupler_ros.rl.env import DecoupledEnv
+
+__all__ = ["AgentChannel", "DecoupledEnv", "RLClient", "StepAnswer"]

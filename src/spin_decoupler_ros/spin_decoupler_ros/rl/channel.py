@@ -1,0 +1,364 @@
+"""AgentChannel: the RL side's link to one agent, driven by whoever spins the node.
+
+A channel never spins or blocks. It sends (a reset as an Episode goal, a step as a
+StepCommand) and, as callbacks deliver the agent's feedback and results, it turns
+them into a ``StepAnswer`` or a typed error that ``poll()`` hands back. The
+synchronous ``RLClient`` drives one channel; the VecEnv drives several at once on one
+node, so N agents cost one executor, not N threads.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
+from rclpy.node import Node
+from rclpy.task import Future
+
+from spin_decoupler_msgs.action import Episode
+from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
+from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
+from spin_decoupler_ros.conversions import (
+    duration_to_ns,
+    float64_field,
+    ns_to_duration,
+    ns_to_time,
+    time_to_ns,
+    vector_from_field,
+)
+from spin_decoupler_ros.core.errors import (
+    AgentBusyError,
+    AgentError,
+    EpisodeEndedError,
+    NotResetError,
+)
+from spin_decoupler_ros.core.spaces import ActionSpec
+from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample, ns_to_seconds, seconds_to_ns
+
+
+@dataclass(frozen=True)
+class StepAnswer:
+    """The agent's answer to a reset (seq 0) or a step, with its timing, in seconds.
+
+    ``lat``: measured duration of the previous action (LAT). ``ato``: agent clock at the
+    observation (ATO). ``duration``: how long this step's action ran before the
+    observation. ``hold``: part of LAT the agent held position because the RL side was
+    silent past its watchdog. ``wall_time``: RL-side wall clock when the answer
+    arrived. ``round_trip``: from sending the command to the answer. ``clock_offset``:
+    current estimate of agent clock minus RL clock (None before the first step).
+    """
+
+    seq: int
+    observation: np.ndarray
+    lat: float
+    ato: float
+    duration: float
+    hold: float
+    agent_reward: float | None
+    wall_time: float
+    round_trip: float
+    clock_offset: float | None
+
+    def info(self) -> dict[str, float | int | None]:
+        """The timing fields, for a Gymnasium ``info`` dict."""
+        return {
+            "seq": self.seq,
+            "lat": self.lat,
+            "ato": self.ato,
+            "duration": self.duration,
+            "hold": self.hold,
+            "wall_time": self.wall_time,
+            "round_trip": self.round_trip,
+            "clock_offset": self.clock_offset,
+            "agent_reward": self.agent_reward,
+        }
+
+
+class _Waiting(enum.Enum):
+    NOTHING = 0
+    ACCEPTANCE = 1  # a reset goal was sent
+    RESET_OBSERVATION = 2
+    STEP = 3
+
+
+@dataclass
+class _Pending:
+    seq: int
+    sent_ns: int  # RL clock
+    sent_wall: float = field(default_factory=time.perf_counter)
+
+
+def make_client_id(node: Node) -> str:
+    return f"{node.get_fully_qualified_name()}-{uuid.uuid4().hex[:8]}"
+
+
+def join_name(namespace: str, name: str) -> str:
+    namespace = namespace.rstrip("/")
+    if not namespace:
+        return name
+    return f"{namespace}/{name}" if namespace.startswith("/") else f"/{namespace}/{name}"
+
+
+class AgentChannel:
+    """One agent, seen from the RL side. Not thread-safe: use it from the spinning thread.
+
+    :param node: the node whose executor delivers this channel's callbacks.
+    :param agent_namespace: the agent's namespace ("" or "/panda0"); its names are
+        ``<ns>/episode``, ``<ns>/step_command``, ``<ns>/status``, ``<ns>/description``.
+    :param client_id: who this RL side is, for the agent's single-client policy.
+    """
+
+    def __init__(self, node: Node, agent_namespace: str = "", client_id: str | None = None) -> None:
+        self.node = node
+        self.namespace = agent_namespace
+        self.client_id = client_id or make_client_id(node)
+        self.description: AgentDescription | None = None
+        self.status: AgentStatus | None = None
+        self.spec: ActionSpec | None = None
+        self.offsets = ClockOffsetEstimator()
+        self._action_client = ActionClient(node, Episode, join_name(agent_namespace, "episode"))
+        self._command_pub = node.create_publisher(StepCommand, join_name(agent_namespace, "step_command"), COMMAND_QOS)
+        self._description_sub = node.create_subscription(
+            AgentDescription, join_name(agent_namespace, "description"), self._on_description, LATCHED_QOS
+        )
+        self._status_sub = node.create_subscription(
+            AgentStatus, join_name(agent_namespace, "status"), self._on_status, LATCHED_QOS
+        )
+        self._waiting = _Waiting.NOTHING
+        self._goal_future: Future | None = None
+        self._goal_handle: ClientGoalHandle | None = None
+        self._result_future: Future | None = None
+        self._episode_uuid: bytes | None = None
+        self._seq = 0
+        self._pending: _Pending | None = None
+        self._answer: StepAnswer | None = None
+        self._error: Exception | None = None
+        self._finishing = False
+        self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
+
+    # -- discovery ----------------------------------------------------------------------
+
+    def server_ready(self) -> bool:
+        return self._action_client.server_is_ready() and self.description is not None
+
+    def _on_description(self, msg: AgentDescription) -> None:
+        self.description = msg
+        self.spec = ActionSpec(np.asarray(msg.action_low), np.asarray(msg.action_high), clip=msg.clip_actions)
+
+    def _on_status(self, msg: AgentStatus) -> None:
+        self.status = msg
+
+    @property
+    def seq(self) -> int:
+        """Sequence number of the last step sent in this episode."""
+        return self._seq
+
+    @property
+    def status_topic(self) -> str:
+        return self._status_sub.topic_name
+
+    @property
+    def agent_name(self) -> str:
+        return join_name(self.namespace, "episode").rsplit("/", 1)[0] or "/"
+
+    # -- sending ------------------------------------------------------------------------
+
+    @property
+    def episode_running(self) -> bool:
+        return self._episode_uuid is not None and self._error is None
+
+    @property
+    def waiting(self) -> bool:
+        return self._waiting is not _Waiting.NOTHING
+
+    def send_reset(self, seed: int | None = None, options: Sequence[float] = ()) -> None:
+        """Start a new episode: the running one, if any, is replaced by the agent."""
+        self._forget_episode()
+        goal = Episode.Goal(client_id=self.client_id, has_seed=seed is not None, seed=int(seed or 0))
+        goal.reset_options = float64_field(np.asarray(options, dtype=np.float64))
+        self._pending = _Pending(0, self._now_ns())
+        self._waiting = _Waiting.ACCEPTANCE
+        self._goal_future = self._action_client.send_goal_async(goal, feedback_callback=self._on_feedback)
+        self._goal_future.add_done_callback(self._on_goal_response)
+
+    def send_step(self, action: np.ndarray | Sequence[float], duration: float | None = None) -> None:
+        """Send the next step's action, checked against the agent's action space first."""
+        if not self.episode_running:
+            raise NotResetError(f"no episode is running on {self.agent_name}: call reset() first")
+        if self._waiting is not _Waiting.NOTHING:
+            raise RuntimeError("the previous reset or step has not been answered yet")
+        assert self.spec is not None
+        checked = self.spec.check(action)  # raises ActionSpaceError before anything is sent
+        if duration is not None and not (np.isfinite(duration) and duration >= 0.0):
+            raise ValueError(f"step duration must be a finite number of seconds >= 0, got {duration}")
+        self._seq += 1
+        now = self._now_ns()
+        msg = StepCommand(kind=StepCommand.STEP, seq=self._seq)
+        msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
+        msg.action = float64_field(checked)
+        msg.duration = ns_to_duration(seconds_to_ns(duration or 0.0))
+        msg.sent_at = ns_to_time(now)
+        self._pending = _Pending(self._seq, now)
+        self._waiting = _Waiting.STEP
+        self._command_pub.publish(msg)
+
+    def send_finish(self) -> Future | None:
+        """Tell the agent the experiment is over; return the episode's result future, if any."""
+        if self._episode_uuid is None:
+            return None
+        msg = StepCommand(kind=StepCommand.FINISH, seq=self._seq)
+        msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
+        msg.sent_at = ns_to_time(self._now_ns())
+        self._finishing = True
+        self._command_pub.publish(msg)
+        result, self._result_future = self._result_future, None
+        self._episode_uuid = None
+        self._waiting = _Waiting.NOTHING
+        return result
+
+    def cancel_wait(self) -> None:
+        """Give up on the outstanding answer (after a timeout): the episode is unusable."""
+        self._forget_episode()
+
+    # -- receiving ----------------------------------------------------------------------
+
+    def poll(self) -> StepAnswer | None:
+        """The answer, once it arrived; raises the agent's error instead, if there was one."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._waiting = _Waiting.NOTHING
+            raise error
+        if self._answer is not None:
+            answer, self._answer = self._answer, None
+            self._waiting = _Waiting.NOTHING
+            return answer
+        return None
+
+    def waiting_for(self) -> str:
+        """What the outstanding wait is, for timeout messages."""
+        seq = self._pending.seq if self._pending else 0
+        return {
+            _Waiting.ACCEPTANCE: "the agent to accept the episode goal",
+            _Waiting.RESET_OBSERVATION: "the reset observation",
+            _Waiting.STEP: f"the observation of step {seq}",
+            _Waiting.NOTHING: "nothing",
+        }[self._waiting]
+
+    def _on_goal_response(self, future: Future) -> None:
+        if future is not self._goal_future:
+            return  # a reset we have since replaced
+        goal_handle: ClientGoalHandle = future.result()
+        if not goal_handle.accepted:
+            reason = self._rejection_reason()
+            self._fail(AgentBusyError(f"agent {self.agent_name} refused the episode: {reason}"))
+            return
+        self._goal_handle = goal_handle
+        self._episode_uuid = bytes(goal_handle.goal_id.uuid)
+        if self._waiting is _Waiting.ACCEPTANCE:
+            self._waiting = _Waiting.RESET_OBSERVATION
+        self._result_future = goal_handle.get_result_async()
+        self._result_future.add_done_callback(self._on_result)
+        early, self._early_feedback = self._early_feedback, []
+        for feedback in early:
+            self._on_feedback(feedback)
+
+    def _rejection_reason(self) -> str:
+        status = self.status
+        if status is not None and self.client_id in status.message:
+            return status.message
+        if status is not None and status.client_id and status.client_id != self.client_id:
+            return f"it serves client '{status.client_id}'"
+        return "it serves another client (see its status topic)"
+
+    def _on_feedback(self, feedback_msg: Episode.Impl.FeedbackMessage) -> None:
+        arrived_ns = self._now_ns()
+        goal_uuid = bytes(feedback_msg.goal_id.uuid)
+        if self._episode_uuid is None and self._waiting is _Waiting.ACCEPTANCE:
+            # Feedback can overtake the goal response; keep it until the goal id is known.
+            self._early_feedback.append(feedback_msg)
+            return
+        if goal_uuid != self._episode_uuid or self._pending is None:
+            return  # an older episode's, or nothing asked
+        result = feedback_msg.feedback.step
+        if result.seq != self._pending.seq:
+            return  # late answer to a step we gave up on
+        if result.error:
+            self._fail(AgentError(f"agent {self.agent_name} rejected step {result.seq}: {result.error}"))
+            return
+        pending, self._pending = self._pending, None
+        offset = None
+        if result.seq > 0:
+            self.offsets.add(
+                exchange_sample(
+                    pending.sent_ns, time_to_ns(result.command_received_at), time_to_ns(result.ato), arrived_ns
+                )
+            )
+            offset_ns = self.offsets.offset_ns
+            offset = ns_to_seconds(offset_ns) if offset_ns is not None else None
+        self._answer = StepAnswer(
+            seq=result.seq,
+            observation=vector_from_field(result.observation),
+            lat=ns_to_seconds(duration_to_ns(result.lat)),
+            ato=ns_to_seconds(time_to_ns(result.ato)),
+            duration=ns_to_seconds(duration_to_ns(result.duration)),
+            hold=ns_to_seconds(duration_to_ns(result.hold)),
+            agent_reward=float(result.reward) if result.has_reward else None,
+            wall_time=time.time(),
+            round_trip=time.perf_counter() - pending.sent_wall,
+            clock_offset=offset,
+        )
+
+    def _on_result(self, future: Future) -> None:
+        if future is not self._result_future:
+            return
+        response = future.result()
+        result: Episode.Result = response.result
+        self._episode_uuid = None
+        ended_normally = response.status == GoalStatus.STATUS_SUCCEEDED and result.outcome in (
+            Episode.Result.ENDED,
+            Episode.Result.FINISHED,
+        )
+        if self._finishing or ended_normally:
+            return
+        text = result.error or "no reason given"
+        self._fail(
+            EpisodeEndedError(
+                f"agent {self.agent_name} ended the episode after {result.steps} steps "
+                f"({outcome_name(result.outcome)}): {text}",
+                outcome_name(result.outcome),
+            )
+        )
+
+    def _fail(self, error: Exception) -> None:
+        self._error = error
+        self._pending = None
+        self._episode_uuid = None
+
+    def _forget_episode(self) -> None:
+        self._episode_uuid = None
+        self._goal_handle = None
+        self._result_future = None
+        self._goal_future = None
+        self._early_feedback = []
+        self._pending = None
+        self._answer = None
+        self._error = None
+        self._seq = 0
+        self._waiting = _Waiting.NOTHING
+        self._finishing = False
+
+    def _now_ns(self) -> int:
+        return self.node.get_clock().now().nanoseconds
+
+    def destroy(self) -> None:
+        self._action_client.destroy()
+        self.node.destroy_publisher(self._command_pub)
+        self.node.destroy_subscription(self._description_sub)
+        self.node.destroy_subscription(self._status_sub)

@@ -1,0 +1,228 @@
+"""RLClient: reset/step/finish on a remote agent, synchronous for its caller.
+
+Like nav2's BasicNavigator, it owns a private node (in its own rclpy context) that is
+spun only inside its own calls, and every wait has a timeout that ends in a typed
+error naming what was awaited. Between calls nothing spins: the agent's control loop
+keeps running on its own, which is the point.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import rclpy
+from rclpy.context import Context
+from rclpy.node import Node
+
+from spin_decoupler_msgs.msg import AgentDescription
+from spin_decoupler_ros.conversions import duration_to_ns
+from spin_decoupler_ros.core.errors import AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.core.spaces import ActionSpec
+from spin_decoupler_ros.core.timing import ns_to_seconds
+from spin_decoupler_ros.node_runner import make_executor
+from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
+
+_STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT"}
+
+
+def init_private_context(args: Sequence[str] | None = None) -> Context:
+    """A fresh rclpy context that leaves signal handling (Ctrl-C) to the host program.
+
+    :param args: command-line arguments; rclpy reads the ``--ros-args`` part of them
+        (remappings such as ``-r __ns:=/plant``, ``--params-file``, ``-p name:=value``).
+    """
+    context = Context()
+    args = list(args) if args is not None else None
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=args, context=context, signal_handler_options=SignalHandlerOptions.NO)
+    except ImportError:  # very old rclpy
+        rclpy.init(args=args, context=context)
+    return context
+
+
+class RLClient:
+    """The RL side of one agent.
+
+    :param agent_namespace: the agent node's namespace ("" or e.g. "/panda0").
+    :param node_name: name of this side's private node.
+    :param connect_timeout: seconds to wait for the agent's action server and description.
+    :param reset_timeout: seconds to wait for a reset observation (a real arm may need
+        several to go home).
+    :param step_timeout_margin: seconds allowed beyond a step's duration before
+        ``step()`` gives up; None derives it from the agent's RL timestep
+        (10 timesteps, at least 2 s).
+    :param executor: "single_threaded" or "events".
+    :param ros_args: command-line arguments whose ``--ros-args`` part configures the
+        private node: e.g. ``["--ros-args", "-r", "__ns:=/plant"]`` puts it in the agent's
+        namespace, so the agent's relative names resolve without ``agent_namespace``.
+    :param connect: connect in the constructor (else call ``connect()``).
+    """
+
+    def __init__(
+        self,
+        agent_namespace: str = "",
+        *,
+        node_name: str = "rl_client",
+        connect_timeout: float = 10.0,
+        reset_timeout: float = 30.0,
+        step_timeout_margin: float | None = None,
+        executor: str = "single_threaded",
+        ros_args: Sequence[str] | None = None,
+        connect: bool = True,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self.reset_timeout = reset_timeout
+        self.step_timeout_margin = step_timeout_margin
+        self._context = init_private_context(ros_args)
+        self.node = Node(node_name, context=self._context)
+        self._executor = make_executor(executor, self._context)
+        self._executor.add_node(self.node)
+        self.channel = AgentChannel(self.node, agent_namespace)
+        self._closed = False
+        if connect:
+            self.connect()
+
+    # -- connection ---------------------------------------------------------------------
+
+    def connect(self, timeout: float | None = None) -> AgentDescription:
+        """Wait for the agent's action server and its latched description."""
+        timeout = self.connect_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not self.channel.server_ready():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = "its Episode action server" if not self.channel.server_ready() else ""
+                if self.channel.description is None:
+                    missing = "its description" if not missing else missing + " and its description"
+                raise AgentNotFoundError(
+                    f"no agent at '{self.channel.agent_name}' after {timeout:g} s (missing {missing}). "
+                    "Is the agent node running, in the same ROS_DOMAIN_ID and namespace, with the same "
+                    "discovery range (ROS_AUTOMATIC_DISCOVERY_RANGE / ROS_LOCALHOST_ONLY)?"
+                )
+            self._executor.spin_once(timeout_sec=min(remaining, 0.05))
+        assert self.channel.description is not None
+        return self.channel.description
+
+    @property
+    def description(self) -> AgentDescription:
+        if self.channel.description is None:
+            self.connect()
+        assert self.channel.description is not None
+        return self.channel.description
+
+    @property
+    def action_spec(self) -> ActionSpec:
+        self.description  # noqa: B018 - connects if needed
+        assert self.channel.spec is not None
+        return self.channel.spec
+
+    @property
+    def rl_timestep(self) -> float:
+        return ns_to_seconds(duration_to_ns(self.description.rl_timestep))
+
+    @property
+    def observation_size(self) -> int:
+        return int(self.description.observation_size)
+
+    # -- the protocol -------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, options: Sequence[float] | np.ndarray = ()) -> StepAnswer:
+        """Start a new episode; return the agent's reset observation (seq 0) and ATO."""
+        self.description  # noqa: B018
+        self.channel.send_reset(seed, options)
+        return self._wait(self.reset_timeout, "reset")
+
+    def step(self, action: Sequence[float] | np.ndarray, duration: float | None = None) -> StepAnswer:
+        """Execute ``action`` for ``duration`` seconds (None: the agent's rl_timestep).
+
+        Returns the observation, with LAT (the previous action's measured duration) and ATO.
+        """
+        self.channel.send_step(action, duration)
+        return self._wait(self._step_timeout(duration), f"step {self.channel.seq}")
+
+    def finish(self, timeout: float = 5.0) -> None:
+        """End the experiment: the agent ends the episode and holds. Idempotent."""
+        future = self.channel.send_finish()
+        if future is None:
+            return
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            self._executor.spin_once(timeout_sec=0.05)
+
+    def _step_timeout(self, duration: float | None) -> float:
+        timestep = self.rl_timestep
+        margin = self.step_timeout_margin
+        if margin is None:
+            margin = max(2.0, 10.0 * timestep)
+        return (duration if duration else timestep) + margin
+
+    def _wait(self, timeout: float, what: str) -> StepAnswer:
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.channel.poll()
+            if answer is not None:
+                return answer
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                waiting = self.channel.waiting_for()
+                self.channel.cancel_wait()
+                raise StepTimeoutError(
+                    f"{what}: agent '{self.channel.agent_name}' did not answer within {timeout:.3g} s "
+                    f"(waiting for {waiting}); {self._liveness()}"
+                )
+            self._executor.spin_once(timeout_sec=remaining)
+
+    def _liveness(self) -> str:
+        status = self.channel.status
+        last = (
+            f"its last status was {_STATUS_NAMES.get(status.state, status.state)}: '{status.message}'"
+            if status is not None
+            else "it never published a status"
+        )
+        if self.node.count_publishers(self.channel.status_topic) == 0:
+            return f"it has left the ROS graph (stopped or crashed); {last}"
+        return f"{last}. If it crashed, the graph may take a while to notice"
+
+    # -- paper-level names (rl_spin_decoupler's RLSide) ----------------------------------
+
+    def resetGetObs(self) -> tuple[np.ndarray, float]:  # noqa: N802 - the paper's name
+        """Alias of ``reset()``: (observation, ATO)."""
+        answer = self.reset()
+        return answer.observation, answer.ato
+
+    def stepSendActGetObs(  # noqa: N802 - the paper's name
+        self, action: Sequence[float] | np.ndarray, duration: float | None = None
+    ) -> tuple[float, np.ndarray, float | None, float]:
+        """Alias of ``step()``: (LAT, observation, agent reward or None, ATO), the ancestor's order."""
+        answer = self.step(action, duration)
+        return answer.lat, answer.observation, answer.agent_reward, answer.ato
+
+    def stepExpFinished(self) -> None:  # noqa: N802 - the paper's name
+        """Alias of ``finish()``."""
+        self.finish()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish the episode, if any, and release the node and its context. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._context.ok():
+                self.finish(timeout=1.0)
+        finally:
+            self.channel.destroy()
+            self._executor.shutdown()
+            self.node.destroy_node()
+            self._context.try_shutdown()
+
+    def __enter__(self) -> RLClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

