@@ -6,35 +6,13 @@ so parallel test runs (and a training run beside them) never hear each other.
 
 from __future__ import annotations
 
-import os
-import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import isolated_ros_environment
 
-from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
-
-_used_domains: set[int] = set()
-
-
-def _free_domain() -> int:
-    # Fast DDS supports domain ids up to 232; skip 0 (the default every other ROS user is on).
-    rng = random.Random(os.getpid() ^ int.from_bytes(os.urandom(4), "little"))
-    while True:
-        domain = rng.randint(1, 232)
-        if domain not in _used_domains:
-            _used_domains.add(domain)
-            return domain
-
-
-def isolated_ros_environment(domain: int | None = None) -> dict[str, str]:
-    env = {"ROS_DOMAIN_ID": str(domain if domain is not None else _free_domain())}
-    if os.environ.get("ROS_DISTRO", "kilted") == "humble":
-        env["ROS_LOCALHOST_ONLY"] = "1"
-    else:
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    return env
+from spin_decoupler_ros.tools.processes import ProcessGroup
 
 
 @pytest.fixture
@@ -52,31 +30,3 @@ def processes(ros_domain: dict[str, str], tmp_path: Path) -> Iterator[ProcessGro
     group = ProcessGroup()
     yield group
     group.stop()
-
-
-def start_node(
-    group: ProcessGroup,
-    module: str,
-    log_dir: Path,
-    *,
-    name: str | None = None,
-    namespace: str | None = None,
-    params: dict[str, object] | None = None,
-    params_files: tuple[Path, ...] = (),
-    ready_text: str | None = "agent ready",
-    timeout: float = 30.0,
-    label: str | None = None,
-) -> NodeProcess:
-    """Start ``python -m module`` as a node and wait until it says ``ready_text``."""
-    label = label or name or module.rsplit(".", 1)[-1]
-    process = group.start(
-        NodeProcess(
-            module,
-            ros_args(name=name, namespace=namespace, params=params, params_files=params_files),
-            log_path=log_dir / f"{label}.log",
-            label=label,
-        )
-    )
-    if ready_text is not None and not process.wait_for_log(ready_text, timeout):
-        raise AssertionError(f"{label} did not get ready in {timeout} s; its log:\n{process.log_text()}")
-    return process

@@ -29,6 +29,11 @@ def ns_to_time(ns: int) -> Time:
     return Time(sec=sec, nanosec=nanosec)
 
 
+def set_stamp(msg: Duration | Time, ns: int) -> None:
+    """Write ``ns`` into an existing Duration or Time in place (no allocation on hot paths)."""
+    msg.sec, msg.nanosec = divmod(int(ns), NS_PER_S)
+
+
 def float64_field(values: np.ndarray | Sequence[float]) -> array.array:
     """A float64[] message field from a vector, without the per-element checks of the setter."""
     return array.array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())

@@ -38,12 +38,13 @@ from spin_decoupler_ros.conversions import (
     float64_field,
     ns_to_duration,
     ns_to_time,
+    set_stamp,
 )
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import TickMonitor, ns_to_seconds, seconds_to_ns
-from spin_decoupler_ros.node_runner import EXECUTORS, ExitRequested
+from spin_decoupler_ros.node_runner import ExitRequested
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
 
 # Commands must not be lost: reliable, a few deep (the RL side sends one at a time).
@@ -89,7 +90,6 @@ class AgentParameters:
     clip_actions: bool
     exit_on_finish: bool
     realtime_priority: int
-    executor: str
     period_log: str
 
 
@@ -144,7 +144,6 @@ def declare_agent_parameters(node: Node) -> AgentParameters:
             low=0,
             high=99,
         ),
-        executor=declare_str(node, "executor", "single_threaded", "rclpy executor", choices=EXECUTORS),
         period_log=declare_str(
             node, "period_log", "", "write every control period (ns, .npy) to this file at exit; for benchmarks"
         ),
@@ -175,7 +174,6 @@ class AgentNode(Node):
     ) -> None:
         super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
         self.params = declare_agent_parameters(self)
-        self.executor_kind = self.params.executor
         spec = ActionSpec(np.asarray(action_low), np.asarray(action_high), clip=self.params.clip_actions)
         if observation_names and len(observation_names) != observation_size:
             raise ValueError(f"{len(observation_names)} observation names for {observation_size} elements")
@@ -187,14 +185,17 @@ class AgentNode(Node):
             watchdog_ns=self.params.watchdog_ns,
             max_duration_ns=self.params.max_step_duration_ns,
         )
-        self._ticks = TickMonitor(self.params.control_period_ns, history=2_000_000 if self.params.period_log else 0)
+        history = 2_000_000 if self.params.period_log else 0  # 16 MB: over an hour at 500 Hz
+        self._tick_monitor = TickMonitor(self.params.control_period_ns, history=history)
         self._episodes: dict[bytes, _EpisodeHandle] = {}
-        self._step: StepStart | None = None
+        self._current_step: StepStart | None = None
         self._rejected = 0
         self._status_state = -1
         self._status_message = ""
         self._status_client = ""
         self._faulted_hold_logged = False
+        self._feedback_msg = Episode.Feedback()
+        self._timing_msg = StepTiming()
 
         self._status_pub = self.create_publisher(AgentStatus, "status", LATCHED_QOS)
         self._description_pub = self.create_publisher(AgentDescription, "description", LATCHED_QOS)
@@ -212,7 +213,7 @@ class AgentNode(Node):
             # need not linger; fewer retained goals keep status messages small.
             result_timeout=5,
         )
-        self._timer = self.create_timer(ns_to_seconds(self.params.control_period_ns), self._on_control_timer)
+        self._control_timer = self.create_timer(ns_to_seconds(self.params.control_period_ns), self._on_control_timer)
 
         self._description_pub.publish(
             AgentDescription(
@@ -288,13 +289,13 @@ class AgentNode(Node):
 
     def control_periods(self) -> np.ndarray:
         """Control periods recorded so far (ns); empty unless ``period_log`` is set."""
-        return self._ticks.periods()
+        return self._tick_monitor.periods()
 
     # -- the control loop ---------------------------------------------------------------
 
     def _on_control_timer(self) -> None:
         now = self.now_ns()
-        self._ticks.on_tick(now)
+        self._tick_monitor.on_tick(now)
         self._control_step(now)
 
     def _control_step(self, now: int) -> None:
@@ -306,20 +307,23 @@ class AgentNode(Node):
                 self._send_reset_observation(now)
             return
         event = protocol.on_tick(now)
+        observed = False
         if event is TickEvent.OBSERVE:
-            self._send_step_observation(now)
+            observed = self._send_step_observation(now)  # first: the RL side is waiting for it
         elif event is TickEvent.WATCHDOG:
             self._on_watchdog(now)
         self._apply_current()
+        if observed:
+            self._publish_timing(now)
 
     def _apply_current(self) -> None:
         action = self._protocol.active_action
         if action is not None:
             self._call_hook("apply_action", self.apply_action, action)
         else:
-            self._hold()
+            self._hold_safely()
 
-    def _hold(self) -> None:
+    def _hold_safely(self) -> None:
         try:
             self.safe_hold()
             self._faulted_hold_logged = False
@@ -340,15 +344,15 @@ class AgentNode(Node):
         text = f"{hook} raised {type(exc).__name__}: {exc}"
         self.get_logger().error(f"{text}; aborting the episode and holding\n{traceback.format_exc()}")
         ended = self._protocol.end_episode()
-        self._step = None
+        self._current_step = None
         if ended is not None:
             self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, text)
         self._set_status(AgentStatus.FAULT, f"{text}; holding until the next reset", "")
-        self._hold()
+        self._hold_safely()
 
     # -- observations -----------------------------------------------------------------
 
-    def _observation(self) -> np.ndarray | None:
+    def _checked_observation(self) -> np.ndarray | None:
         raw = self._call_hook("build_observation", self.build_observation)
         if raw is None:
             return None
@@ -369,56 +373,82 @@ class AgentNode(Node):
         episode = self._protocol.episode
         assert episode is not None
         handle = self._episodes.get(episode.episode_id)
-        obs = self._observation()
+        obs = self._checked_observation()
         if obs is None or handle is None:
             return
         self._protocol.reset_observed(now)
-        self._ticks.start_step()
-        feedback = Episode.Feedback()
-        result = feedback.step
-        result.seq = 0
-        result.observation = float64_field(obs)
-        result.ato = ns_to_time(now)
-        result.command_received_at = ns_to_time(handle.received_ns)
-        handle.goal_handle.publish_feedback(feedback)
+        self._tick_monitor.start_step()
+        self._publish_answer(
+            handle, 0, obs, None, now, lat_ns=0, hold_ns=0, duration_ns=0, received_ns=handle.received_ns
+        )
 
-    def _send_step_observation(self, now: int) -> None:
-        step = self._step
+    def _send_step_observation(self, now: int) -> bool:
+        step = self._current_step
         episode = self._protocol.episode
         assert step is not None and episode is not None
         handle = self._episodes.get(episode.episode_id)
-        obs = self._observation()
+        obs = self._checked_observation()
         if obs is None or handle is None:
-            return
+            return False
         reward = self._call_hook("agent_reward", self.agent_reward)
-        feedback = Episode.Feedback()
-        result = feedback.step
-        result.seq = step.seq
-        result.observation = float64_field(obs)
-        if reward is not None:
-            result.reward = float(reward)
-            result.has_reward = True
-        result.lat = ns_to_duration(step.lat_ns)
-        result.hold = ns_to_duration(step.hold_ns)
-        result.ato = ns_to_time(now)
-        result.duration = ns_to_duration(now - step.start_ns)
-        result.command_received_at = ns_to_time(step.start_ns)
-        handle.goal_handle.publish_feedback(feedback)
-
-        stats = self._ticks.start_step()
-        self._timing_pub.publish(
-            StepTiming(
-                episode_id=handle.goal_handle.goal_id,
-                seq=step.seq,
-                action_start=ns_to_time(step.start_ns),
-                lat=result.lat,
-                duration=ns_to_duration(step.duration_ns),
-                ato=result.ato,
-                control_ticks=stats.ticks,
-                late_ticks=stats.late_ticks,
-                max_period=ns_to_duration(stats.max_period_ns),
-            )
+        self._publish_answer(
+            handle,
+            step.seq,
+            obs,
+            reward,
+            now,
+            lat_ns=step.lat_ns,
+            hold_ns=step.hold_ns,
+            duration_ns=now - step.start_ns,
+            received_ns=step.start_ns,
         )
+        return True
+
+    def _publish_answer(
+        self,
+        handle: _EpisodeHandle,
+        seq: int,
+        obs: np.ndarray,
+        reward: float | None,
+        now: int,
+        *,
+        lat_ns: int,
+        hold_ns: int,
+        duration_ns: int,
+        received_ns: int,
+    ) -> None:
+        """Publish a StepResult as the episode's feedback; the RL side is waiting for it."""
+        result = self._feedback_msg.step  # reused: filled in place, serialised by publish
+        result.seq = seq
+        result.observation = float64_field(obs)
+        result.has_reward = reward is not None
+        result.reward = float(reward) if reward is not None else 0.0
+        set_stamp(result.lat, lat_ns)
+        set_stamp(result.hold, hold_ns)
+        set_stamp(result.ato, now)
+        set_stamp(result.duration, duration_ns)
+        set_stamp(result.command_received_at, received_ns)
+        result.error = ""
+        handle.goal_handle.publish_feedback(self._feedback_msg)
+
+    def _publish_timing(self, now: int) -> None:
+        """Publish the StepTiming of the step just observed (after the answer: it is for logs)."""
+        step = self._current_step
+        episode = self._protocol.episode
+        if step is None or episode is None:
+            return
+        stats = self._tick_monitor.start_step()
+        timing = self._timing_msg
+        timing.episode_id.uuid = np.frombuffer(episode.episode_id, dtype=np.uint8)
+        timing.seq = step.seq
+        set_stamp(timing.action_start, step.start_ns)
+        set_stamp(timing.lat, step.lat_ns)
+        set_stamp(timing.duration, step.duration_ns)
+        set_stamp(timing.ato, now)
+        timing.control_ticks = stats.ticks
+        timing.late_ticks = stats.late_ticks
+        set_stamp(timing.max_period, stats.max_period_ns)
+        self._timing_pub.publish(timing)
 
     def _on_watchdog(self, now: int) -> None:
         episode = self._protocol.episode
@@ -448,14 +478,14 @@ class AgentNode(Node):
             self._reject_step(episode_id, msg.seq, f"unknown command kind {msg.kind}: expected STEP (0) or FINISH (1)")
 
     def _start_step(self, step: StepStart, now: int) -> None:
-        self._step = step
+        self._current_step = step
         if self._status_state != AgentStatus.RUNNING:
             episode = self._protocol.episode
             self._set_status(AgentStatus.RUNNING, "RL client is back: running", episode.client_id if episode else "")
         # The action starts now, not at the next tick: run a control step for it and
         # re-phase the timer so its ticks (and the observation) count from this instant.
-        self._timer.reset()
-        self._ticks.on_tick(now, scheduled=False)
+        self._control_timer.reset()
+        self._tick_monitor.on_tick(now, scheduled=False)
         self._call_hook("on_action_start", self.on_action_start, step.action)
         if self._protocol.state is AgentState.EXECUTING:  # not if the hook just failed
             self._call_hook("apply_action", self.apply_action, step.action)
@@ -480,10 +510,10 @@ class AgentNode(Node):
         except CommandRejected as exc:
             self._reject_step(episode_id, 0, str(exc))
             return
-        self._step = None
+        self._current_step = None
         self._complete(ended.episode_id, Episode.Result.FINISHED, ended.steps, "")
         self._set_status(AgentStatus.IDLE, f"client '{ended.client_id}' finished; holding, waiting for a client", "")
-        self._hold()
+        self._hold_safely()
         if self.params.exit_on_finish:
             self.get_logger().info("the RL side finished and exit_on_finish is set: exiting")
             self._exit_timer = self.create_timer(0.2, self._exit)
@@ -522,7 +552,7 @@ class AgentNode(Node):
                 previous.steps,
                 "" if same_client else f"client went silent; '{goal.client_id}' took over",
             )
-        self._step = None
+        self._current_step = None
         self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
         goal_handle.execute(self._execute_episode)
         self._set_status(AgentStatus.RUNNING, "episode running", goal.client_id)
@@ -547,10 +577,10 @@ class AgentNode(Node):
         if episode is not None and episode.episode_id == bytes(goal_handle.goal_id.uuid):
             ended = self._protocol.end_episode()
             assert ended is not None
-            self._step = None
+            self._current_step = None
             self._complete(ended.episode_id, Episode.Result.CANCELED, ended.steps, "canceled by the client")
             self._set_status(AgentStatus.IDLE, "episode canceled; holding", "")
-            self._hold()
+            self._hold_safely()
         return CancelResponse.ACCEPT
 
     def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str) -> None:
@@ -599,6 +629,6 @@ class AgentNode(Node):
         ended = self._protocol.end_episode()
         if ended is not None:
             self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, "the agent is shutting down")
-        self._hold()
+        self._hold_safely()
         if self.params.period_log:
             np.save(self.params.period_log, self.control_periods())

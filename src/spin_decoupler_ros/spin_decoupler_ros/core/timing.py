@@ -5,6 +5,7 @@ All times are integer nanoseconds, as ROS clocks give them, so no rounding creep
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass
 
@@ -142,8 +143,9 @@ class ClockOffsetEstimator:
         """Best current estimate, or None before the first sample."""
         if not self._samples:
             return None
-        best = sorted(self._samples, key=lambda s: s.delay_ns)[: max(1, len(self._samples) // 4)]
-        return int(np.median([s.offset_ns for s in best]))
+        best = heapq.nsmallest(max(1, len(self._samples) // 4), self._samples, key=lambda s: s.delay_ns)
+        offsets = sorted(s.offset_ns for s in best)
+        return offsets[(len(offsets) - 1) // 2]  # the lower median: always a measured offset
 
     @property
     def uncertainty_ns(self) -> int | None:

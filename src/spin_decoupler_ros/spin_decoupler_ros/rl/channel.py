@@ -166,7 +166,8 @@ class AgentChannel:
 
     @property
     def agent_name(self) -> str:
-        return join_name(self.namespace, "episode").rsplit("/", 1)[0] or "/"
+        """The agent's namespace as a name for messages ("/" for the root namespace)."""
+        return "/" + self.namespace.strip("/")
 
     # -- sending ------------------------------------------------------------------------
 

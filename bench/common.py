@@ -1,0 +1,53 @@
+"""Shared helpers of the benchmarks: isolation, percentiles, writing results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def isolate_dds() -> None:
+    """A private DDS domain with localhost discovery, for this process and its children."""
+    os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid()).randint(150, 232))
+    if os.environ.get("ROS_DISTRO", "kilted") == "humble":
+        os.environ["ROS_LOCALHOST_ONLY"] = "1"
+    else:
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+
+def summary_ms(seconds: np.ndarray | list[float]) -> dict[str, float]:
+    values = np.asarray(seconds, dtype=np.float64) * 1e3
+    return {
+        "median": round(float(np.median(values)), 4),
+        "p90": round(float(np.percentile(values, 90)), 4),
+        "p99": round(float(np.percentile(values, 99)), 4),
+        "max": round(float(values.max()), 4),
+        "samples": int(values.size),
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "ros_distro": os.environ.get("ROS_DISTRO", "kilted (PyPI wheels)"),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def write_result(name: str, result: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    result = {**result, "machine": machine()}
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {path}")
+    return path

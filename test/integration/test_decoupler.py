@@ -1,0 +1,165 @@
+"""The decoupler end to end: a plant agent process and the RL client over real DDS."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import start_node
+
+from spin_decoupler_ros.core import ActionSpaceError, AgentNotFoundError, NotResetError, StepTimeoutError
+from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+NAMESPACE = "/plant"
+TIMESTEP = 0.05
+PERIOD = 0.005  # 200 Hz
+# Timer callbacks on a loaded 2-core machine run up to a few ms late now and then.
+JITTER = 0.004
+
+
+@pytest.fixture
+def plant(processes: ProcessGroup, tmp_path: Path) -> NodeProcess:
+    return start_node(
+        processes,
+        PLANT,
+        tmp_path,
+        namespace=NAMESPACE,
+        params={"rl_timestep": TIMESTEP, "control_rate": 1 / PERIOD, "time_constant": 0.2, "gain": 2.0},
+    )
+
+
+@pytest.fixture
+def client(plant: NodeProcess) -> Iterator[RLClient]:
+    with RLClient(NAMESPACE, connect_timeout=20, step_timeout_margin=1.0, reset_timeout=5.0) as c:
+        yield c
+
+
+def test_reset_step_finish_round_trip(client: RLClient) -> None:
+    assert client.action_spec.size == 1 and client.observation_size == 2
+    assert client.rl_timestep == pytest.approx(TIMESTEP)
+    reset = client.reset(seed=3)
+    assert reset.seq == 0 and reset.observation.shape == (2,) and reset.lat == 0.0
+    for seq in range(1, 6):
+        answer = client.step([0.5])
+        assert answer.seq == seq
+        assert answer.observation[1] == pytest.approx(0.5)  # the input in effect is ours
+    client.finish()
+    # A finished client can start over: the agent is idle again.
+    assert client.reset(seed=3).seq == 0
+
+
+def test_seeded_resets_are_reproducible_and_options_reach_the_agent(client: RLClient) -> None:
+    first = client.reset(seed=11).observation
+    again = client.reset(seed=11).observation
+    np.testing.assert_array_equal(first, again)
+    placed = client.reset(options=[0.75]).observation
+    assert placed[0] == pytest.approx(0.75)
+
+
+def test_lat_is_within_one_control_period_of_the_requested_duration(client: RLClient) -> None:
+    client.reset()
+    answers = [client.step([0.1]) for _ in range(40)]
+    # A step's LAT is the previous action's duration: the RL side here answers at once.
+    lats = np.array([a.lat for a in answers[1:]])
+    durations = np.array([a.duration for a in answers])
+    assert np.all(np.abs(lats - TIMESTEP) <= PERIOD), lats
+    assert np.all(np.abs(durations - TIMESTEP) <= PERIOD / 2 + JITTER), durations
+
+
+def test_ato_strictly_increases(client: RLClient) -> None:
+    atos = [client.reset().ato] + [client.step([0.0]).ato for _ in range(20)]
+    assert np.all(np.diff(atos) > 0)
+    # Consecutive observations are one action apart.
+    assert np.all(np.abs(np.diff(atos[1:]) - TIMESTEP) <= PERIOD)
+
+
+def test_commanded_action_really_moves_the_plant(client: RLClient) -> None:
+    """The ancestor's skeleton dropped the received action; here it must reach the plant."""
+    client.reset(options=[0.0])
+    xs = [client.step([1.0]).observation[0] for _ in range(20)]  # 1 s at u = 1, tau = 0.2 s
+    assert np.all(np.diff(xs) > 0)
+    assert xs[-1] == pytest.approx(2.0 * (1 - np.exp(-1.0 / 0.2)), abs=0.05)  # K u (1 - e^{-t/tau})
+    down = [client.step([-1.0]).observation[0] for _ in range(5)]
+    assert np.all(np.diff([xs[-1], *down]) < 0)
+
+
+def test_variable_per_step_durations(client: RLClient) -> None:
+    client.reset()
+    requested = [0.02, 0.05, 0.12, 0.3, 0.01]
+    answers = [client.step([0.0], duration=d) for d in requested]
+    answers.append(client.step([0.0]))
+    for d, answer in zip(requested, answers, strict=False):
+        executed = max(d, PERIOD)  # at least one control period
+        assert abs(answer.duration - executed) <= PERIOD / 2 + JITTER, (d, answer.duration)
+    for d, nxt in zip(requested, answers[1:], strict=False):
+        assert abs(nxt.lat - max(d, PERIOD)) <= PERIOD + JITTER, (d, nxt.lat)
+
+
+def test_client_side_checks_raise_before_sending(client: RLClient) -> None:
+    with pytest.raises(NotResetError, match="reset"):
+        client.step([0.0])
+    client.reset()
+    with pytest.raises(ActionSpaceError, match="has 2 values, the agent expects 1"):
+        client.step([0.0, 0.0])
+    with pytest.raises(ActionSpaceError, match="nan"):
+        client.step([float("nan")])
+    assert client.step([0.0]).seq == 1  # nothing was sent, so the episode goes on
+
+
+def test_no_agent_is_a_clear_error(ros_domain: dict[str, str]) -> None:
+    started = time.monotonic()
+    with pytest.raises(AgentNotFoundError, match=r"no agent at '/nowhere'.*ROS_DOMAIN_ID"):
+        RLClient("/nowhere", connect_timeout=1.0)
+    assert time.monotonic() - started < 3.0
+
+
+def test_step_times_out_with_a_clear_error_when_the_agent_freezes(client: RLClient, plant: NodeProcess) -> None:
+    client.reset()
+    client.step([0.0])
+    plant.kill(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StepTimeoutError, match=r"step 2: agent '/plant' did not answer within 1.05 s"):
+            client.step([0.0])
+        assert time.monotonic() - started < 1.05 + 0.5
+    finally:
+        plant.kill(signal.SIGCONT)
+    # The agent is alive again: a new episode works.
+    assert client.reset().seq == 0
+
+
+def test_reset_times_out_with_a_clear_error_when_the_agent_freezes(client: RLClient, plant: NodeProcess) -> None:
+    plant.kill(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StepTimeoutError, match=r"reset: .*waiting for the agent to accept"):
+            client.reset()
+        assert time.monotonic() - started < 5.0 + 0.5
+    finally:
+        plant.kill(signal.SIGCONT)
+
+
+def test_agent_refuses_to_start_with_an_invalid_timestep(processes: ProcessGroup, tmp_path: Path) -> None:
+    agent = start_node(
+        processes,
+        PLANT,
+        tmp_path,
+        params={"rl_timestep": 0.005, "control_rate": 100.0},
+        ready_text=None,
+    )
+    assert agent.wait(timeout=20) == 2
+    log = agent.log_text()
+    assert "parameter 'rl_timestep' = 0.005 s must exceed the control period" in log
+    assert "allowed: rl_timestep > 0.01 s" in log
+
+
+def test_agent_refuses_an_out_of_range_parameter(processes: ProcessGroup, tmp_path: Path) -> None:
+    agent = start_node(processes, PLANT, tmp_path, params={"control_rate": 0.5}, ready_text=None)
+    assert agent.wait(timeout=20) == 2
+    assert "parameter 'control_rate'" in agent.log_text() and "[1, 5000] Hz" in agent.log_text()
