@@ -30,3 +30,13 @@ def processes(ros_domain: dict[str, str], tmp_path: Path) -> Iterator[ProcessGro
     group = ProcessGroup()
     yield group
     group.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load launch_pytest's plugin where launch is importable but not registered as a plugin."""
+    try:
+        import launch_pytest  # noqa: F401
+    except ImportError:
+        return
+    if not config.pluginmanager.has_plugin("launch_pytest"):
+        config.pluginmanager.import_plugin("launch_pytest.plugin")

@@ -1,6 +1,11 @@
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = "spin_decoupler_ros"
+# The workspace keeps launch/ and config/ at its top (the design card); install ours
+# into this package's share so `ros2 launch spin_decoupler_ros ...` finds them.
+WORKSPACE = "../.."
 
 setup(
     name=package_name,
@@ -9,6 +14,8 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
         (f"share/{package_name}", ["package.xml"]),
+        (f"share/{package_name}/launch", glob(f"{WORKSPACE}/launch/first_order_plant*.launch.py")),
+        (f"share/{package_name}/config", glob(f"{WORKSPACE}/config/first_order_plant*.yaml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,
@@ -21,6 +28,7 @@ setup(
             "first_order_plant_agent = spin_decoupler_ros.examples.first_order_plant.agent:main",
             "first_order_plant_train = spin_decoupler_ros.examples.first_order_plant.train:main",
             "skeleton_agent = spin_decoupler_ros.skeletons.skeleton_agent:main",
+            "skeleton_env = spin_decoupler_ros.skeletons.skeleton_env:main",
         ],
     },
 )

@@ -291,6 +291,11 @@ class AgentNode(Node):
         """Control periods recorded so far (ns); empty unless ``period_log`` is set."""
         return self._tick_monitor.periods()
 
+    def readWhatToDo(self) -> AgentState:  # noqa: N802 - rl_spin_decoupler's AgentSide name
+        """What the agent is doing now. The ancestor polled its socket with this call; here
+        commands arrive as events and the control loop acts on them, so it only reports."""
+        return self._protocol.state
+
     # -- the control loop ---------------------------------------------------------------
 
     def _on_control_timer(self) -> None:

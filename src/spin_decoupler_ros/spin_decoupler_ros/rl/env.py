@@ -37,8 +37,9 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ``observation_space`` when ``make_observation`` builds something else.
 
     ## Rewards
-    ``compute_reward(observation, action, answer)``: by default the agent's reward if it
-    sends one, else 0. Tasks override it to compute reward on the RL side.
+    ``task_reward(observation, action, answer)``: by default the agent's reward if it
+    sends one, else 0. Tasks override it to compute reward on the RL side. (Not named
+    ``compute_reward``: SB3 would take the env for a goal-conditioned one.)
 
     ## Episode end
     ``terminated`` comes from ``is_terminated(observation, answer)`` (default never);
@@ -132,7 +133,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         """The env's observation from the agent's answer."""
         return answer.observation.astype(np.float32)
 
-    def compute_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
+    def task_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
         return float(answer.agent_reward) if answer.agent_reward is not None else 0.0
 
     def is_terminated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
@@ -174,7 +175,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._steps += 1
         observation = self.make_observation(answer)
         self._last_observation = observation
-        reward = self.compute_reward(observation, agent_action, answer)
+        reward = self.task_reward(observation, agent_action, answer)
         terminated = bool(self.is_terminated(observation, answer))
         truncated = self.max_episode_steps is not None and self._steps >= self.max_episode_steps
         info = answer.info()

@@ -36,7 +36,8 @@ class PlantTrackingEnv(DecoupledEnv):
         super().__init__(
             agent_namespace,
             max_episode_steps=max_episode_steps,
-            observation_space=spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32),
+            # |x| <= max(|x0|, K): 2 with the example's settings; 10 leaves room for other gains.
+            observation_space=spaces.Box(-10.0, 10.0, shape=(4,), dtype=np.float32),
             **kwargs,
         )
         self.setpoint_range = setpoint_range
@@ -50,7 +51,7 @@ class PlantTrackingEnv(DecoupledEnv):
         x, u = answer.observation
         return np.array([x, u, self.setpoint, self.setpoint - x], dtype=np.float32)
 
-    def compute_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
+    def task_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
         return float(-abs(observation[3]) - 0.05 * float(action[0]) ** 2)
 
     def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:

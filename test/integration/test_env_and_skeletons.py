@@ -1,0 +1,97 @@
+"""The Gymnasium env against running agents: API checks, the skeletons, the plant task."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import start_node
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
+from spin_decoupler_ros.rl import DecoupledEnv
+from spin_decoupler_ros.skeletons.skeleton_env import SkeletonEnv
+from spin_decoupler_ros.tools.processes import ProcessGroup
+
+FAST = {"rl_timestep": 0.02, "control_rate": 250.0}
+
+
+@pytest.fixture
+def plant(processes: ProcessGroup, tmp_path: Path) -> None:
+    start_node(processes, "spin_decoupler_ros.examples.first_order_plant.agent", tmp_path, params=FAST)
+
+
+@pytest.fixture
+def skeleton(processes: ProcessGroup, tmp_path: Path) -> None:
+    start_node(processes, "spin_decoupler_ros.skeletons.skeleton_agent", tmp_path, params=FAST)
+
+
+@pytest.fixture
+def plant_env(plant: None) -> Iterator[PlantTrackingEnv]:
+    env = PlantTrackingEnv(max_episode_steps=20, client_options={"connect_timeout": 20})
+    yield env
+    env.close()
+
+
+def test_base_env_builds_its_spaces_from_the_agent(plant: None) -> None:
+    env = DecoupledEnv(client_options={"connect_timeout": 20}, max_episode_steps=5)
+    try:
+        assert env.action_space == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        assert env.observation_space.shape == (2,)
+        observation, info = env.reset(seed=1)
+        assert observation.dtype == np.float32 and info["seq"] == 0
+        observation, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert set(info) >= {"lat", "ato", "wall_time", "seq", "duration", "clock_offset"}
+        assert info["seq"] == 1 and reward == 0.0 and not terminated and not truncated
+    finally:
+        env.close()
+
+
+def test_env_passes_gymnasium_check_env(plant_env: PlantTrackingEnv) -> None:
+    gym_check_env(plant_env, skip_render_check=True)
+
+
+def test_env_passes_sb3_check_env(plant_env: PlantTrackingEnv) -> None:
+    sb3_check_env(plant_env, warn=True, skip_render_check=True)
+
+
+def test_episode_truncates_after_max_steps_and_info_carries_timing(plant_env: PlantTrackingEnv) -> None:
+    plant_env.reset(seed=0)
+    for step in range(1, 21):
+        _, reward, terminated, truncated, info = plant_env.step(np.array([0.5], dtype=np.float32))
+        assert info["seq"] == step and info["lat"] > 0 and reward <= 0
+        assert truncated == (step == 20) and not terminated
+
+
+def test_policy_chosen_durations(plant: None) -> None:
+    env = DecoupledEnv(duration_range=(0.02, 0.1), client_options={"connect_timeout": 20})
+    try:
+        assert env.action_space.shape == (2,)
+        env.reset(seed=0)
+        _, _, _, _, short = env.step(np.array([0.0, -1.0], dtype=np.float32))
+        _, _, _, _, long = env.step(np.array([0.0, 1.0], dtype=np.float32))
+        assert short["duration"] == pytest.approx(0.02, abs=0.004)
+        assert long["duration"] == pytest.approx(0.1, abs=0.004)
+    finally:
+        env.close()
+
+
+def test_skeleton_env_and_agent_work_together(skeleton: None) -> None:
+    env = SkeletonEnv(max_episode_steps=30, client_options={"connect_timeout": 20})
+    try:
+        gym_check_env(env, skip_render_check=True)
+        observation, _ = env.reset(seed=4)
+        start = observation[:2].copy()
+        # Head straight for the goal at full speed: the point must move towards it.
+        for _ in range(5):
+            direction = observation[2:] / max(np.linalg.norm(observation[2:]), 1e-6)
+            observation, _, terminated, _, _ = env.step(direction.astype(np.float32))
+            if terminated:
+                break
+        assert np.linalg.norm(observation[2:]) < np.linalg.norm(env.goal - start)
+    finally:
+        env.close()
