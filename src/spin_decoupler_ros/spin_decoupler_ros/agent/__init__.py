@@ -1,5 +1,5 @@
 """The agent side: ``AgentNode``, a timer-driven control loop serving RL steps."""
 
-from spin_decoupler_ros.agent.agent_node import AgentNode, AgentParameters
+from spin_decoupler_ros.agent.agent_node import AgentNode, AgentParameters, AgentSpaces
 
-__all__ = ["AgentNode", "AgentParameters"]
+__all__ = ["AgentNode", "AgentParameters", "AgentSpaces"]

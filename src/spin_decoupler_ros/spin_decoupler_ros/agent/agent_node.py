@@ -80,6 +80,16 @@ class _EpisodeHandle:
 
 
 @dataclass(frozen=True)
+class AgentSpaces:
+    """What an agent takes and gives: its action box and its observation's size."""
+
+    action_low: Sequence[float] | np.ndarray
+    action_high: Sequence[float] | np.ndarray
+    observation_size: int
+    observation_names: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class AgentParameters:
     """The base parameters, validated (see ``declare_agent_parameters``)."""
 
@@ -153,6 +163,10 @@ def declare_agent_parameters(node: Node) -> AgentParameters:
 class AgentNode(Node):
     """Base class of an agent node: subclass it and implement the hooks.
 
+    Give the action box and observation size to the constructor, or, when they depend
+    on the agent's own parameters, override ``configure()`` to declare those parameters
+    and return them.
+
     :param node_name: the node's name.
     :param action_low: lower bounds of the action box.
     :param action_high: upper bounds of the action box.
@@ -165,19 +179,24 @@ class AgentNode(Node):
         self,
         node_name: str,
         *,
-        action_low: Sequence[float] | np.ndarray,
-        action_high: Sequence[float] | np.ndarray,
-        observation_size: int,
+        action_low: Sequence[float] | np.ndarray | None = None,
+        action_high: Sequence[float] | np.ndarray | None = None,
+        observation_size: int | None = None,
         observation_names: Sequence[str] = (),
         agent_type: str | None = None,
         **node_kwargs: object,
     ) -> None:
         super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
         self.params = declare_agent_parameters(self)
-        spec = ActionSpec(np.asarray(action_low), np.asarray(action_high), clip=self.params.clip_actions)
-        if observation_names and len(observation_names) != observation_size:
-            raise ValueError(f"{len(observation_names)} observation names for {observation_size} elements")
-        self.observation_size = int(observation_size)
+        if action_low is not None and action_high is not None and observation_size is not None:
+            spaces = AgentSpaces(action_low, action_high, observation_size, observation_names)
+        else:
+            spaces = self.configure()
+        spec = ActionSpec(np.asarray(spaces.action_low), np.asarray(spaces.action_high), clip=self.params.clip_actions)
+        observation_names = tuple(spaces.observation_names)
+        if observation_names and len(observation_names) != spaces.observation_size:
+            raise ValueError(f"{len(observation_names)} observation names for {spaces.observation_size} elements")
+        self.observation_size = int(spaces.observation_size)
         self._protocol = AgentProtocol(
             spec,
             rl_timestep_ns=self.params.rl_timestep_ns,
@@ -237,6 +256,12 @@ class AgentNode(Node):
         )
 
     # -- hooks for subclasses ---------------------------------------------------------
+
+    def configure(self) -> AgentSpaces:
+        """Declare the agent's own parameters and return its spaces (when not given to
+        the constructor). Runs after the base parameters are declared, before anything
+        is created."""
+        raise NotImplementedError("give the action box and observation size, or override configure()")
 
     def build_observation(self) -> Sequence[float] | np.ndarray:
         """The observation now: ``observation_size`` finite numbers."""

@@ -1,0 +1,404 @@
+"""From a normalised RL action to a joint reference the Panda can follow, within hard limits.
+
+Pure numpy. The pieces:
+
+- ``WorkspaceBox``: the Cartesian box the hand's TCP must stay in.
+- ``Bounds`` and ``ReferenceGenerator``: a reference (position, velocity) in any number
+  of dimensions that chases a goal within position, velocity and acceleration bounds,
+  never overshooting the goal per axis (so it never leaves the span between its start
+  and its goal, which is what keeps commands inside the limits).
+- ``ArmMotion``: what the agent commands. An ``ee_delta`` action moves a Cartesian
+  reference for the TCP (bounded by the shrunk workspace box, so straight, target-
+  based and drift-free), differential IK turns it into joint goals, and a joint
+  reference tracks those within the joint limits. A ``joint_delta`` action (and a
+  reset) sets the joint goal directly. Whatever the goal, a step is taken only if the
+  arm could still brake from it, within the acceleration limits, without the TCP
+  leaving the workspace box; otherwise the reference brakes instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from franka_agent.core import panda
+
+ACTION_MODES = ("ee_delta", "joint_delta")
+
+
+@dataclass(frozen=True)
+class WorkspaceBox:
+    """An axis-aligned box (m, base frame) for the TCP."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+    def __post_init__(self) -> None:
+        low = np.asarray(self.low, dtype=np.float64)
+        high = np.asarray(self.high, dtype=np.float64)
+        if low.shape != (3,) or high.shape != (3,) or np.any(low >= high):
+            raise ValueError(f"workspace box needs low < high in x, y, z; got {low} and {high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def contains(self, point: np.ndarray, tolerance: float = 0.0) -> bool:
+        return bool(np.all(point >= self.low - tolerance) and np.all(point <= self.high + tolerance))
+
+    def clip(self, point: np.ndarray) -> np.ndarray:
+        return np.clip(point, self.low, self.high)
+
+    def shrunk(self, margin: float) -> WorkspaceBox:
+        if np.any(self.high - self.low <= 2 * margin):
+            raise ValueError(f"workspace box is too small for a {margin} m margin")
+        return WorkspaceBox(self.low + margin, self.high - margin)
+
+    def excess(self, point: np.ndarray) -> float:
+        """How far (m) outside the box a point is; 0 inside."""
+        return float(np.max(np.maximum(self.low - point, point - self.high).clip(min=0.0)))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Per-axis position bounds and speed and acceleration limits of a reference."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+
+@dataclass(frozen=True)
+class MotionLimits:
+    """The joint limits the agent's commands keep: a share of the Panda's, plus a margin.
+
+    :param velocity_fraction: share of the Panda's joint velocity limits used.
+    :param acceleration_fraction: share of its acceleration limits. A full reversal of
+        acceleration in one control period is a jerk of 2 a / T: at 1.0 that stays within
+        the Panda's jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
+    :param joint_margin: distance (rad) kept from every joint's position limits.
+    """
+
+    velocity_fraction: float = 0.5
+    acceleration_fraction: float = 0.5
+    joint_margin: float = 0.05
+    joints: Bounds = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("velocity_fraction", "acceleration_fraction"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        if not 0.0 <= self.joint_margin < 0.5:
+            raise ValueError(f"joint_margin must be in [0, 0.5) rad, got {self.joint_margin}")
+        joints = Bounds(
+            panda.LOWER + self.joint_margin,
+            panda.UPPER - self.joint_margin,
+            panda.MAX_VELOCITY * self.velocity_fraction,
+            panda.MAX_ACCELERATION * self.acceleration_fraction,
+        )
+        object.__setattr__(self, "joints", joints)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.joints.lower
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.joints.upper
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return self.joints.velocity
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        return self.joints.acceleration
+
+    def max_control_rate(self) -> float:
+        """Highest control rate (Hz) at which a full acceleration reversal per period
+        stays within the Panda's jerk limits."""
+        return float(np.min(panda.MAX_JERK / (2.0 * self.acceleration)))
+
+
+class ReferenceGenerator:
+    """A reference (x, v) that chases a goal within ``Bounds``.
+
+    Each ``step(dt)`` picks, per axis, the fastest next velocity from which it can still
+    stop on the goal and short of the position bounds, and moves towards it by at most
+    ``a dt``. So an axis never passes its goal while heading for it, and a new goal is
+    taken up from wherever the reference is, without a jump.
+    """
+
+    def __init__(self, bounds: Bounds, start: np.ndarray) -> None:
+        self.bounds = bounds
+        self.q = np.clip(np.asarray(start, dtype=np.float64), bounds.lower, bounds.upper)
+        self.v = np.zeros_like(self.q)
+        self.goal = self.q.copy()
+
+    def reset(self, start: np.ndarray) -> None:
+        """Restart at rest from ``start``."""
+        self.q = np.clip(np.asarray(start, dtype=np.float64), self.bounds.lower, self.bounds.upper)
+        self.v = np.zeros_like(self.q)
+        self.goal = self.q.copy()
+
+    def set_goal(self, goal: np.ndarray) -> None:
+        self.goal = np.clip(goal, self.bounds.lower, self.bounds.upper)
+
+    def stop(self) -> None:
+        """Brake as hard as allowed and hold where it comes to rest."""
+        self.set_goal(self.q + self.v * np.abs(self.v) / (2 * self.bounds.acceleration))
+
+    def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Advance by ``dt`` seconds; return the new (x, v)."""
+        self.q, self.v = self.advance(self.q, self.v, dt)
+        return self.q, self.v
+
+    def rollout(self, period: float, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The next ``count`` references, ``period`` apart, without advancing."""
+        q, v = self.q, self.v
+        points = []
+        for _ in range(count):
+            q, v = self.advance(q, v, period)
+            points.append((q, v))
+        return points
+
+    def settled(self, position_tolerance: float = 1e-3, velocity_tolerance: float = 1e-2) -> bool:
+        return bool(
+            np.all(np.abs(self.goal - self.q) < position_tolerance) and np.all(np.abs(self.v) < velocity_tolerance)
+        )
+
+    def advance(self, q: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """One step from (q, v) towards the goal, as a pure function."""
+        if dt <= 0.0:
+            return q, v
+        bounds = self.bounds
+        a = bounds.acceleration
+        distance = self.goal - q
+        direction = np.sign(distance)
+        desired = direction * np.minimum(self._stoppable(np.abs(distance), v * direction, a, dt), bounds.velocity)
+        # Never head for a position bound faster than it can be stopped short of.
+        desired = np.minimum(desired, self._stoppable(bounds.upper - q, v, a, dt))
+        desired = np.maximum(desired, -self._stoppable(q - bounds.lower, -v, a, dt))
+        new_v = v + np.clip(desired - v, -a * dt, a * dt)
+        new_q = q + 0.5 * (v + new_v) * dt
+        # An axis braking onto its goal lands on it rather than past it, where stopping
+        # dead is itself within the acceleration limit.
+        passed = np.sign(self.goal - new_q) != direction
+        arrived = passed & (np.abs(v) <= a * dt)
+        new_q = np.where(arrived, self.goal, new_q)
+        new_v = np.where(arrived, 0.0, new_v)
+        return np.clip(new_q, bounds.lower, bounds.upper), np.clip(new_v, -bounds.velocity, bounds.velocity)
+
+    @staticmethod
+    def _stoppable(room: np.ndarray, speed_towards: np.ndarray, a: np.ndarray, dt: float) -> np.ndarray:
+        """Largest next velocity towards an obstacle ``room`` away, given the velocity now,
+        from which braking at ``a`` stops within the room (trapezoidal steps of ``dt``):
+        v' <= sqrt(2 a room - a dt v + (a dt)^2) - a dt."""
+        radicand = 2.0 * a * np.maximum(room, 0.0) - a * dt * speed_towards + (a * dt) ** 2
+        return np.sqrt(np.maximum(radicand, 0.0)) - a * dt
+
+
+def solve_ik(
+    q_from: np.ndarray, target: np.ndarray, limits: MotionLimits, damping: float = 0.05, iterations: int = 1
+) -> np.ndarray:
+    """Joints near ``q_from`` that move the TCP towards ``target``: damped least squares,
+    with a null-space pull towards the home posture, clipped to the joint limits."""
+    q = q_from.copy()
+    for _ in range(iterations):
+        position, jacobian = panda.ee_position_and_jacobian(q)
+        jjt = jacobian @ jacobian.T + (damping**2) * np.eye(3)
+        pseudo_inverse = jacobian.T @ np.linalg.inv(jjt)
+        null_space = np.eye(panda.DOF) - pseudo_inverse @ jacobian
+        q = q + pseudo_inverse @ (target - position) + 0.05 * null_space @ (panda.HOME - q)
+        q = np.clip(q, limits.lower, limits.upper)
+    return q
+
+
+@dataclass
+class _State:
+    q: np.ndarray  # joint reference
+    v: np.ndarray
+    x: np.ndarray  # Cartesian reference of the TCP
+    xv: np.ndarray
+    ik: np.ndarray  # joints that put the TCP at x (the joint goal while Cartesian)
+    risk: float  # _box_risk(q, v)
+
+
+class ArmMotion:
+    """The commanded motion of the arm, advanced one control period at a time.
+
+    :param mode: "ee_delta" or "joint_delta" (see the module docstring).
+    :param limits: joint limits of the commands.
+    :param box: the workspace box; Cartesian targets stay ``box_margin`` inside it.
+    :param max_ee_step: TCP move per axis for a full ``ee_delta`` action (m).
+    :param max_joint_step: joint move for a full ``joint_delta`` action (rad).
+    :param cartesian_speed: TCP speed limit per axis (m/s) of the Cartesian reference.
+    :param cartesian_acceleration: its acceleration limit per axis (m/s^2).
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        limits: MotionLimits,
+        box: WorkspaceBox,
+        q: np.ndarray,
+        *,
+        max_ee_step: float = 0.03,
+        max_joint_step: float = 0.15,
+        box_margin: float = 0.02,
+        cartesian_speed: float = 0.3,
+        cartesian_acceleration: float = 2.0,
+    ) -> None:
+        if mode not in ACTION_MODES:
+            raise ValueError(f"action mode '{mode}' is not one of {', '.join(ACTION_MODES)}")
+        self.mode = mode
+        self.limits = limits
+        self.box = box
+        self.goal_box = box.shrunk(box_margin)
+        self.max_ee_step = max_ee_step
+        self.max_joint_step = max_joint_step
+        self.joints = ReferenceGenerator(limits.joints, q)
+        cartesian = Bounds(
+            self.goal_box.low, self.goal_box.high, np.full(3, cartesian_speed), np.full(3, cartesian_acceleration)
+        )
+        self.cartesian = ReferenceGenerator(cartesian, panda.ee_position(self.joints.q))
+        self._ik = self.joints.q.copy()
+        self.cartesian_active = False  # joint goals come from the Cartesian reference
+        self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
+        self._risk: float | None = None
+
+    @property
+    def action_size(self) -> int:
+        return 3 if self.mode == "ee_delta" else panda.DOF
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.joints.q
+
+    @property
+    def v(self) -> np.ndarray:
+        return self.joints.v
+
+    # -- commands -----------------------------------------------------------------------
+
+    def reset(self, q: np.ndarray) -> None:
+        """Restart at rest from a measured configuration."""
+        self.joints.reset(q)
+        self._risk = None
+        self._follow_joints()
+
+    def act(self, action: np.ndarray) -> None:
+        """Take a normalised action: set the Cartesian target, or the joint goal."""
+        action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        if self.mode == "ee_delta":
+            if not self.cartesian_active:
+                self._follow_joints()
+                self.cartesian_active = True
+            self.cartesian.set_goal(self.cartesian.q + action * self.max_ee_step)
+        else:
+            self.move_joints(self._pull_into_box(self.joints.q, self.joints.q + action * self.max_joint_step))
+
+    def move_joints(self, goal: np.ndarray) -> None:
+        """Go to a joint configuration (a reset, a joint action)."""
+        self.cartesian_active = False
+        self.joints.set_goal(goal)
+
+    def stop(self) -> None:
+        """Brake within the limits and hold."""
+        if self.cartesian_active:
+            self.cartesian.stop()
+        else:
+            self.joints.stop()
+
+    def settled(self) -> bool:
+        return self.joints.settled() and (not self.cartesian_active or self.cartesian.settled(1e-4, 1e-3))
+
+    # -- advancing ----------------------------------------------------------------------
+
+    def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        state, braked = self._advance(self._state(), dt)
+        self.guard_brakes += braked
+        self._risk = state.risk
+        self.joints.q, self.joints.v = state.q, state.v
+        self.cartesian.q, self.cartesian.v = state.x, state.xv
+        self._ik = state.ik
+        if self.cartesian_active:
+            self.joints.goal = state.ik
+        return state.q, state.v
+
+    def rollout(self, period: float, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The next ``count`` joint references, ``period`` apart, without advancing."""
+        state = self._state()
+        points = []
+        for _ in range(count):
+            state, _ = self._advance(state, period)
+            points.append((state.q, state.v))
+        return points
+
+    def _state(self) -> _State:
+        if self._risk is None:
+            self._risk = self._box_risk(self.joints.q, self.joints.v)
+        return _State(self.joints.q, self.joints.v, self.cartesian.q, self.cartesian.v, self._ik, self._risk)
+
+    def _advance(self, state: _State, dt: float) -> tuple[_State, bool]:
+        x, xv, ik = state.x, state.xv, state.ik
+        goal = self.joints.goal
+        if self.cartesian_active:
+            x, xv = self.cartesian.advance(x, xv, dt)
+            ik = solve_ik(ik, x, self.limits)
+            goal = ik
+        q, v = self._joint_step(state.q, state.v, goal, dt)
+        risk = self._box_risk(q, v)
+        if risk <= max(state.risk, 0.0) + 1e-5:
+            return _State(q, v, x, xv, ik, risk), False
+        # Not viable: braking from there could take the TCP out of the box. Brake now.
+        a = self.limits.acceleration
+        q, v = self._joint_step(state.q, state.v, state.q + state.v * np.abs(state.v) / (2 * a), dt)
+        return _State(q, v, panda.ee_position(q), np.zeros(3), q, self._box_risk(q, v)), True
+
+    def _joint_step(self, q: np.ndarray, v: np.ndarray, goal: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        saved, self.joints.goal = self.joints.goal, np.clip(goal, self.limits.lower, self.limits.upper)
+        try:
+            return self.joints.advance(q, v, dt)
+        finally:
+            self.joints.goal = saved
+
+    def _box_risk(self, q: np.ndarray, v: np.ndarray) -> float:
+        """How far outside the box the TCP could end up if the joints braked now (m; <= 0
+        is safe): its excess now plus a bound on how far it moves while they stop (each
+        joint turns by v^2 / 2a, moving the TCP by at most that times its distance from
+        the joint's axis, with 20% to spare for the arm changing shape meanwhile)."""
+        frames = panda.joint_frames(q)
+        tcp = frames[-1][:3, 3]
+        turn = v * v / (2.0 * self.limits.acceleration)
+        reach = 0.0
+        for i in range(panda.DOF):
+            reach += float(np.linalg.norm(np.cross(frames[i][:3, 2], tcp - frames[i][:3, 3]))) * turn[i]
+        inside = float(np.min(np.minimum(tcp - self.box.low, self.box.high - tcp).clip(min=0.0)))
+        return self.box.excess(tcp) - inside + 1.2 * reach
+
+    def _follow_joints(self) -> None:
+        """Put the Cartesian reference (and IK seed) where the joint reference is, at rest."""
+        self._ik = self.joints.q.copy()
+        self.cartesian.reset(panda.ee_position(self.joints.q))
+
+    def _pull_into_box(self, q_from: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """Scale a joint move back towards ``q_from`` until the goal's TCP is in the goal
+        box, or, if ``q_from`` itself is outside it, at least no further outside."""
+        goal = np.clip(goal, self.limits.lower, self.limits.upper)
+        allowed = self.goal_box.excess(panda.ee_position(q_from))
+
+        def acceptable(q: np.ndarray) -> bool:
+            return self.goal_box.excess(panda.ee_position(q)) <= allowed + 1e-9
+
+        if acceptable(goal):
+            return goal
+        low, high = 0.0, 1.0
+        for _ in range(12):
+            middle = 0.5 * (low + high)
+            if acceptable(q_from + middle * (goal - q_from)):
+                low = middle
+            else:
+                high = middle
+        return q_from + low * (goal - q_from)

@@ -1,0 +1,306 @@
+"""PandaAgent: the decoupler's agent for a Franka Emika Panda driven through franka_ros2.
+
+It talks to the arm exactly as an outside node talks to franka_ros2 v0.1.0: joint
+state in from ``/franka/joint_states`` (or ``/joint_states``), short trajectories out
+to ``/joint_trajectory_controller/joint_trajectory``. It cannot tell the MuJoCo mock
+from the real arm, and does not try.
+
+Action (``action_mode``):
+  - ``ee_delta`` (default, 3 values in [-1, 1]): move the hand's TCP target by up to
+    ``max_ee_step`` m per axis from where the commanded TCP is; the TCP reference
+    moves there in a straight line within ``cartesian_speed`` and
+    ``cartesian_acceleration`` and never leaves the workspace box (less
+    ``workspace_margin``), and differential IK turns it into joint goals;
+  - ``joint_delta`` (7 values): move each joint by up to ``max_joint_step`` rad
+    (scaled back if the TCP would leave the box).
+  Every control period the joint reference moves towards its goal within the joint
+  position, velocity and acceleration limits (``velocity_fraction``,
+  ``acceleration_fraction`` of the Panda's, ``joint_margin`` from its stops), and the
+  agent sends the next ``trajectory_points`` periods of it, positions and velocities,
+  so the controller interpolates smoothly and rides out a late tick.
+Observation (17 values): joint positions (7, rad), joint velocities (7, rad/s), TCP
+  position (3, m, base frame), from the latest joint state.
+Safe null action: zero displacement: the reference brakes within the limits and holds.
+Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, or the 7
+  joint positions given as reset options) along the same limited reference; the reset
+  observation goes out once it has settled.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from franka_agent.core import panda
+from franka_agent.core.motion import ACTION_MODES, ArmMotion, MotionLimits, WorkspaceBox
+from spin_decoupler_ros.agent import AgentNode, AgentSpaces
+from spin_decoupler_ros.conversions import float64_field, set_stamp
+from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.timing import ns_to_seconds
+from spin_decoupler_ros.node_runner import run_node
+from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+
+OBSERVATION_NAMES = (
+    *(f"q{i}" for i in range(1, 8)),
+    *(f"dq{i}" for i in range(1, 8)),
+    "ee_x",
+    "ee_y",
+    "ee_z",
+)
+
+
+class PandaAgent(AgentNode):
+    def __init__(self) -> None:
+        super().__init__("panda_agent")
+        self._q: np.ndarray | None = None
+        self._dq = np.zeros(panda.DOF)
+        self._state_ns = 0
+        self._order: list[int] | None = None
+        self._order_names: list[str] = []
+        self.motion: ArmMotion | None = None  # created from the first joint state
+        self._reference_ns = 0  # time the reference state refers to (one period ahead)
+        # What takes effect after the committed period: an action, a joint goal, a stop.
+        self._pending_action: np.ndarray | None = None
+        self._pending_goal: np.ndarray | None = None
+        self._pending_stop = False
+        self._reset_goal = panda.HOME.copy()
+        self._reset_started_ns = 0
+        self.guard_stops = 0  # times the workspace guard had to brake (should stay 0)
+        self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
+        self._trajectory.points = [JointTrajectoryPoint() for _ in range(self.trajectory_points)]
+        period = self.params.control_period_ns
+        for i, point in enumerate(self._trajectory.points):
+            sec, nanosec = divmod((i + 1) * period, 1_000_000_000)
+            point.time_from_start = Duration(sec=sec, nanosec=nanosec)
+        # High-rate state, sensor-data QoS (best effort, shallow); commands reliable.
+        self._state_sub = self.create_subscription(
+            JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
+        )
+        self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
+
+    def configure(self) -> AgentSpaces:
+        mode = declare_str(self, "action_mode", "ee_delta", "what an action means", choices=ACTION_MODES)
+        limits = MotionLimits(
+            velocity_fraction=declare_float(
+                self, "velocity_fraction", 0.5, "share of the Panda's velocity limits", low=0.01, high=1.0
+            ),
+            acceleration_fraction=declare_float(
+                self, "acceleration_fraction", 0.5, "share of the Panda's acceleration limits", low=0.01, high=1.0
+            ),
+            joint_margin=declare_float(
+                self, "joint_margin", 0.05, "distance kept from the joint limits", unit="rad", low=0.0, high=0.4
+            ),
+        )
+        rate = 1e9 / self.params.control_period_ns
+        if rate > limits.max_control_rate() * 1.0001:
+            allowed = limits.acceleration_fraction * limits.max_control_rate() / rate
+            raise ParameterError(
+                f"parameter 'acceleration_fraction' = {limits.acceleration_fraction:g} would let the commands' jerk "
+                f"exceed the Panda's limits at control_rate {rate:g} Hz; allowed at this rate: "
+                f"acceleration_fraction <= {allowed:.3g}"
+            )
+        low = declare_float_list(self, "workspace_low", [0.2, -0.45, 0.05], "workspace box lower corner (m)")
+        high = declare_float_list(self, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
+        margin = declare_float(
+            self, "workspace_margin", 0.02, "targets stay this far inside the box", unit="m", low=0.0, high=0.2
+        )
+        try:
+            box = WorkspaceBox(np.array(low), np.array(high))
+            box.shrunk(margin)
+        except ValueError as exc:
+            raise ParameterError(f"workspace parameters: {exc}") from None
+        self.action_mode = mode
+        self.limits = limits
+        self.box = box
+        self._motion_options = {
+            "box_margin": margin,
+            "max_ee_step": declare_float(
+                self, "max_ee_step", 0.03, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
+            ),
+            "max_joint_step": declare_float(
+                self, "max_joint_step", 0.15, "largest joint move per step", unit="rad", low=0.001, high=0.5
+            ),
+            "cartesian_speed": declare_float(
+                self, "cartesian_speed", 0.3, "TCP speed limit per axis", unit="m/s", low=0.01, high=1.7
+            ),
+            "cartesian_acceleration": declare_float(
+                self, "cartesian_acceleration", 2.0, "TCP acceleration limit per axis", unit="m/s^2", low=0.1, high=13.0
+            ),
+        }
+        self.reset_noise = declare_float(
+            self, "reset_noise", 0.1, "noise added to home at each reset (seeded)", unit="rad", low=0.0, high=0.5
+        )
+        self.reset_timeout = declare_float(
+            self, "reset_timeout", 15.0, "longest a reset may take", unit="s", low=0.1, high=600.0
+        )
+        self.state_timeout = declare_float(
+            self, "state_timeout", 0.5, "oldest joint state still usable", unit="s", low=0.001, high=60.0
+        )
+        self.trajectory_points = declare_int(
+            self, "trajectory_points", 3, "control periods of reference sent with each command", low=2, high=50
+        )
+        self.joint_states_topic = declare_str(self, "joint_states_topic", "/joint_states", "joint state input")
+        self.command_topic = declare_str(
+            self,
+            "command_topic",
+            "/joint_trajectory_controller/joint_trajectory",
+            "joint_trajectory_controller's command topic",
+        )
+        size = 3 if mode == "ee_delta" else panda.DOF
+        return AgentSpaces(-np.ones(size), np.ones(size), len(OBSERVATION_NAMES), OBSERVATION_NAMES)
+
+    # -- robot state --------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if self._order is None or len(msg.name) != len(self._order_names):
+            try:
+                names = list(msg.name)
+                self._order = [names.index(name) for name in panda.JOINT_NAMES]
+                self._order_names = names
+            except ValueError:
+                return  # another robot's (or the gripper's) joint states
+        position = np.asarray(msg.position)
+        if position.size < len(self._order_names):
+            return
+        self._q = position[self._order]
+        velocity = np.asarray(msg.velocity)
+        self._dq = velocity[self._order] if velocity.size >= len(self._order_names) else np.zeros(panda.DOF)
+        self._state_ns = self.now_ns()
+
+    def _measured(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._q is None:
+            raise RuntimeError(f"no joint state received on {self.joint_states_topic} yet")
+        age = ns_to_seconds(self.now_ns() - self._state_ns)
+        if age > self.state_timeout:
+            raise RuntimeError(
+                f"joint state on {self.joint_states_topic} is {age:.3f} s old (state_timeout {self.state_timeout} s)"
+            )
+        return self._q, self._dq
+
+    # -- commanding -----------------------------------------------------------------------
+
+    def _command(self) -> None:
+        """Send the next ``trajectory_points`` control periods of the reference.
+
+        The first point, one period ahead, was already promised by the previous command:
+        the reference is committed that far along what it was doing, and a new action,
+        goal or stop only shapes what comes after. So a command that reaches the
+        controller a few ms late never has to bend the part it is already executing
+        (that would squeeze a change of course into less than a period and spike the
+        acceleration).
+        """
+        motion = self.motion
+        if motion is None:
+            return
+        now = self.now_ns()
+        period_ns = self.params.control_period_ns
+        period = ns_to_seconds(period_ns)
+        horizon = now + period_ns
+        motion.step(min(max(ns_to_seconds(horizon - self._reference_ns), 0.0), 3 * period))
+        self._reference_ns = horizon
+        if self._pending_action is not None:
+            motion.act(self._pending_action)
+        elif self._pending_goal is not None:
+            motion.move_joints(self._pending_goal)
+        elif self._pending_stop:
+            motion.stop()
+        self._pending_action = self._pending_goal = None
+        self._pending_stop = False
+        plan = [(motion.q, motion.v), *motion.rollout(period, self.trajectory_points - 1)]
+        allowed = self.box.excess(panda.ee_position(motion.q)) + 1e-4  # never further out than now
+        if any(self.box.excess(panda.ee_position(q)) > allowed for q, _ in plan[1:]):
+            # Last resort, should never trigger: the targets already keep the box.
+            self.guard_stops += 1
+            self.get_logger().warning("workspace guard: braking the reference", throttle_duration_sec=1.0)
+            motion.stop()
+            plan = [(motion.q, motion.v), *motion.rollout(period, self.trajectory_points - 1)]
+        # Stamped with the time the plan counts from: like joint_trajectory_controller,
+        # the receiver keeps the plan's timing whatever the transport delay.
+        set_stamp(self._trajectory.header.stamp, now)
+        for point, (q, v) in zip(self._trajectory.points, plan, strict=True):
+            point.positions = float64_field(q)
+            point.velocities = float64_field(v)
+        self._command_pub.publish(self._trajectory)
+
+    def _ensure_motion(self) -> ArmMotion:
+        q, _ = self._measured()
+        if self.motion is None:
+            self.motion = ArmMotion(self.action_mode, self.limits, self.box, q, **self._motion_options)
+            self._reference_ns = self.now_ns()
+        return self.motion
+
+    # -- AgentNode hooks ----------------------------------------------------------------
+
+    def build_observation(self) -> np.ndarray:
+        q, dq = self._measured()
+        return np.concatenate([q, dq, panda.ee_position(q)])
+
+    def on_action_start(self, action: np.ndarray) -> None:
+        self._ensure_motion()
+        self._pending_action = action  # from where the motion is once the committed period is done
+
+    def apply_action(self, action: np.ndarray) -> None:
+        self._command()
+
+    def safe_hold(self) -> None:
+        if self.motion is None:
+            return  # nothing commanded yet: the controller holds the arm where it is
+        self._pending_action = self._pending_goal = None
+        self._pending_stop = True
+        self._command()
+
+    def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
+        if options.size == panda.DOF:
+            goal = options.copy()
+        else:
+            rng = np.random.default_rng(seed)
+            goal = panda.HOME + rng.uniform(-self.reset_noise, self.reset_noise, panda.DOF)
+        self._reset_goal = np.clip(goal, self.limits.lower, self.limits.upper)
+        self._reset_started_ns = self.now_ns()
+        motion = self.motion
+        # If the arm is not where the reference thinks (moved by hand after a fault, say)
+        # and at rest, start again from where it really is.
+        if (
+            motion is not None
+            and self._q is not None
+            and np.max(np.abs(self._q - motion.q)) > 0.05
+            and np.max(np.abs(self._dq)) < 0.05
+        ):
+            motion.reset(self._q)
+            self._reference_ns = self.now_ns()
+        self._pending_action = None
+        self._pending_goal = self._reset_goal
+
+    def reset_done(self) -> bool:
+        elapsed = ns_to_seconds(self.now_ns() - self._reset_started_ns)
+        if self._q is None:
+            if elapsed > self.reset_timeout:
+                raise RuntimeError(f"no joint state on {self.joint_states_topic} within {self.reset_timeout} s")
+            return False
+        motion = self._ensure_motion()
+        heading_home = not motion.cartesian_active and np.array_equal(motion.joints.goal, self._reset_goal)
+        if self._pending_goal is None and not heading_home:
+            self._pending_goal = self._reset_goal
+        self._command()
+        q, dq = self._measured()
+        error = float(np.max(np.abs(q - self._reset_goal)))
+        if motion.settled() and error < 5e-3 and float(np.max(np.abs(dq))) < 0.02:
+            return True
+        if elapsed > self.reset_timeout:
+            raise RuntimeError(
+                f"the arm did not reach its start pose within {self.reset_timeout} s (joint error {error:.4f} rad)"
+            )
+        return False
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(PandaAgent, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

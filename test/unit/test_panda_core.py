@@ -1,0 +1,182 @@
+"""The Panda's kinematics, the motion limiter, the action mapping and the trajectory
+follower: pure numpy (and MuJoCo for the model check), no ROS."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from franka_agent.core import panda
+from franka_agent.core.motion import ArmMotion, MotionLimits, ReferenceGenerator, WorkspaceBox
+from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
+from franka_agent.mock.panda_mjcf import EE_SITE, panda_mjcf
+
+BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
+
+
+def test_home_pose_puts_the_hand_where_franka_says() -> None:
+    np.testing.assert_allclose(panda.ee_position(panda.HOME), [0.3069, 0.0, 0.4869], atol=5e-4)
+
+
+def test_mujoco_model_and_agent_kinematics_agree() -> None:
+    model = mujoco.MjModel.from_xml_string(panda_mjcf())
+    data = mujoco.MjData(model)
+    assert [model.joint(i).name for i in range(model.njnt)] == list(panda.JOINT_NAMES)
+    np.testing.assert_allclose(model.jnt_range, np.stack([panda.LOWER, panda.UPPER], axis=1))
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        q = rng.uniform(panda.LOWER, panda.UPPER)
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        np.testing.assert_allclose(data.site(EE_SITE).xpos, panda.ee_position(q), atol=1e-9)
+
+
+def test_mujoco_model_compensates_gravity_like_the_real_arm() -> None:
+    model = mujoco.MjModel.from_xml_string(panda_mjcf())
+    data = mujoco.MjData(model)
+    data.qpos[:] = panda.HOME
+    for _ in range(500):  # half a second with zero commanded torque
+        mujoco.mj_step(model, data)
+    np.testing.assert_allclose(data.qpos, panda.HOME, atol=1e-6)
+
+
+def test_jacobian_matches_finite_differences() -> None:
+    q = panda.HOME + 0.1
+    _, jacobian = panda.ee_position_and_jacobian(q)
+    eps = 1e-7
+    numeric = np.stack(
+        [
+            (panda.ee_position(q + eps * np.eye(7)[i]) - panda.ee_position(q - eps * np.eye(7)[i])) / (2 * eps)
+            for i in range(7)
+        ],
+        axis=1,
+    )
+    np.testing.assert_allclose(jacobian, numeric, atol=1e-6)
+
+
+def _check_limits(limits: MotionLimits, qs: np.ndarray, vs: np.ndarray, dt: float) -> None:
+    assert np.all(qs >= limits.lower - 1e-12) and np.all(qs <= limits.upper + 1e-12)
+    assert np.all(np.abs(vs) <= limits.velocity + 1e-12)
+    accelerations = np.abs(np.diff(vs, axis=0)) / dt
+    assert np.all(accelerations <= limits.acceleration * (1 + 1e-9))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), dt=st.sampled_from([0.002, 0.01]))
+def test_reference_never_exceeds_position_velocity_or_acceleration_limits(seed: int, dt: float) -> None:
+    rng = np.random.default_rng(seed)
+    limits = MotionLimits()
+    reference = ReferenceGenerator(limits.joints, panda.HOME)
+    qs, vs = [reference.q], [reference.v]
+    for _ in range(60):  # adversarial goals: anywhere, even outside the limits, switched often
+        reference.set_goal(rng.uniform(panda.LOWER - 1.0, panda.UPPER + 1.0))
+        for _ in range(int(rng.integers(1, 15))):
+            q, v = reference.step(dt)
+            qs.append(q)
+            vs.append(v)
+    _check_limits(limits, np.array(qs), np.array(vs), dt)
+
+
+def test_reference_reaches_its_goal_without_overshoot() -> None:
+    limits = MotionLimits()
+    reference = ReferenceGenerator(limits.joints, panda.HOME)
+    goal = panda.HOME + np.array([0.3, -0.2, 0.25, 0.2, -0.3, 0.15, 0.4])
+    reference.set_goal(goal)
+    low, high = np.minimum(panda.HOME, goal), np.maximum(panda.HOME, goal)
+    for _ in range(500):
+        q, _ = reference.step(0.01)
+        assert np.all(q >= low - 1e-9) and np.all(q <= high + 1e-9)
+    assert reference.settled()
+    np.testing.assert_allclose(reference.q, goal, atol=1e-9)
+
+
+def test_stop_brakes_within_acceleration_limits_and_holds() -> None:
+    limits = MotionLimits()
+    reference = ReferenceGenerator(limits.joints, panda.HOME)
+    reference.set_goal(panda.HOME + 1.0)
+    for _ in range(20):
+        reference.step(0.01)
+    assert np.any(np.abs(reference.v) > 0.1)
+    reference.stop()
+    previous = reference.v.copy()
+    for _ in range(200):
+        _, v = reference.step(0.01)
+        assert np.all(np.abs(v - previous) <= limits.acceleration * 0.01 * (1 + 1e-9))
+        previous = v.copy()
+    assert np.all(reference.v == 0.0)
+
+
+def test_ee_delta_actions_move_the_hand_straight_along_the_commanded_axis() -> None:
+    for axis in range(3):
+        for sign in (-1.0, 1.0):
+            arm = ArmMotion("ee_delta", MotionLimits(acceleration_fraction=1.0), BOX, panda.HOME)
+            start = panda.ee_position(arm.q)
+            action = np.zeros(3)
+            action[axis] = sign
+            for _ in range(6):  # six RL steps of 0.1 s at 100 Hz
+                arm.act(action)
+                for _ in range(10):
+                    arm.step(0.01)
+            moved = panda.ee_position(arm.q) - start
+            assert moved[axis] * sign > 0.08, (axis, sign, moved)
+            assert np.linalg.norm(np.delete(moved, axis)) < 0.015, (axis, sign, moved)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    mode=st.sampled_from(["ee_delta", "joint_delta"]),
+    pattern=st.sampled_from(["random", "extremes", "flip"]),
+)
+def test_adversarial_actions_never_take_commands_out_of_the_limits_or_the_box(
+    seed: int, mode: str, pattern: str
+) -> None:
+    rng = np.random.default_rng(seed)
+    limits = MotionLimits(acceleration_fraction=1.0)
+    arm = ArmMotion(mode, limits, BOX, panda.HOME)
+    qs, vs = [arm.q], [arm.v]
+    action = rng.choice([-1.0, 1.0], size=arm.action_size)
+    for _ in range(80):
+        if pattern == "random":
+            action = rng.uniform(-1.0, 1.0, arm.action_size)
+        elif pattern == "extremes":
+            action = rng.choice([-1.0, 1.0], size=arm.action_size)
+        else:
+            action = -action  # a sign flip every step
+        if rng.random() < 0.05:
+            arm.stop()
+        else:
+            arm.act(action)
+        for _ in range(int(rng.integers(1, 12))):
+            q, v = arm.step(0.01)
+            qs.append(q)
+            vs.append(v)
+            assert BOX.contains(panda.ee_position(q), tolerance=1e-4), panda.ee_position(q)
+    _check_limits(limits, np.array(qs), np.array(vs), 0.01)
+
+
+def test_trajectory_follower_interpolates_and_holds_the_last_point() -> None:
+    follower = TrajectoryFollower(np.zeros(7))
+    follower.set_trajectory(
+        10.0,
+        [TrajectoryPoint(0.1, np.full(7, 0.1), np.full(7, 1.0)), TrajectoryPoint(0.2, np.full(7, 0.2), np.zeros(7))],
+    )
+    q, v = follower.sample(10.1)
+    np.testing.assert_allclose(q, 0.1)
+    np.testing.assert_allclose(v, 1.0)
+    q, v = follower.sample(11.0)
+    np.testing.assert_allclose(q, 0.2)
+    np.testing.assert_allclose(v, 0.0)
+
+
+def test_a_new_trajectory_starts_from_the_current_desired_state() -> None:
+    follower = TrajectoryFollower(np.zeros(7))
+    follower.set_trajectory(0.0, [TrajectoryPoint(1.0, np.ones(7), np.zeros(7))])
+    before = follower.sample(0.5)
+    follower.set_trajectory(0.5, [TrajectoryPoint(1.0, -np.ones(7), np.zeros(7))])
+    after = follower.sample(0.5)
+    np.testing.assert_allclose(after[0], before[0])
+    np.testing.assert_allclose(after[1], before[1])
