@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
