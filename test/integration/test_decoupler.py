@@ -18,7 +18,7 @@ from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 NAMESPACE = "/plant"
 TIMESTEP = 0.05
-PERIOD = 0.005  # 200 Hz
+PERIOD = 0.01  # 100 Hz, the agents' default
 # Timer callbacks on a loaded 2-core machine run up to a few ms late now and then.
 JITTER = 0.004
 
