@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from franka_agent.core import panda
+from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import ArmMotion, MotionLimits, ReferenceGenerator, WorkspaceBox
+from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
-from franka_agent.mock.panda_mjcf import EE_SITE, panda_mjcf
 
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 
@@ -40,6 +41,21 @@ def test_mujoco_model_compensates_gravity_like_the_real_arm() -> None:
     for _ in range(500):  # half a second with zero commanded torque
         mujoco.mj_step(model, data)
     np.testing.assert_allclose(data.qpos, panda.HOME, atol=1e-6)
+
+
+def test_fast_kinematics_match_the_dh_reference() -> None:
+    kinematics = PandaKinematics()
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        q = rng.uniform(panda.LOWER, panda.UPPER)
+        tcp, jacobian = kinematics.tcp_and_jacobian(q)
+        reference_tcp, reference_jacobian = panda.ee_position_and_jacobian(q)
+        np.testing.assert_allclose(tcp, reference_tcp, atol=1e-12)
+        np.testing.assert_allclose(jacobian, reference_jacobian, atol=1e-12)
+        frames = panda.joint_frames(q)
+        _, distances = kinematics.axis_distances(q)
+        expected = [np.linalg.norm(np.cross(f[:3, 2], tcp - f[:3, 3])) for f in frames[:7]]
+        np.testing.assert_allclose(distances, expected, atol=1e-12)
 
 
 def test_jacobian_matches_finite_differences() -> None:

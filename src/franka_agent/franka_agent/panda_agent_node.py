@@ -37,7 +37,8 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from franka_agent.core import panda
-from franka_agent.core.motion import ACTION_MODES, ArmMotion, MotionLimits, WorkspaceBox
+from franka_agent.core.controller import PandaController
+from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces
 from spin_decoupler_ros.conversions import float64_field, set_stamp
 from spin_decoupler_ros.core.errors import ParameterError
@@ -62,17 +63,9 @@ class PandaAgent(AgentNode):
         self._state_ns = 0
         self._order: list[int] | None = None
         self._order_names: list[str] = []
-        self.motion: ArmMotion | None = None  # created from the first joint state
-        self._reference_ns = 0  # time the reference state refers to (one period ahead)
-        # What takes effect after the committed period: an action, a joint goal, a stop.
-        self._pending_action: np.ndarray | None = None
-        self._pending_goal: np.ndarray | None = None
-        self._pending_stop = False
-        self._reset_goal = panda.HOME.copy()
         self._reset_started_ns = 0
-        self.guard_stops = 0  # times the workspace guard had to brake (should stay 0)
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
-        self._trajectory.points = [JointTrajectoryPoint() for _ in range(self.trajectory_points)]
+        self._trajectory.points = [JointTrajectoryPoint() for _ in range(self.controller.trajectory_points)]
         period = self.params.control_period_ns
         for i, point in enumerate(self._trajectory.points):
             sec, nanosec = divmod((i + 1) * period, 1_000_000_000)
@@ -114,10 +107,7 @@ class PandaAgent(AgentNode):
             box.shrunk(margin)
         except ValueError as exc:
             raise ParameterError(f"workspace parameters: {exc}") from None
-        self.action_mode = mode
-        self.limits = limits
-        self.box = box
-        self._motion_options = {
+        motion_options = {
             "box_margin": margin,
             "max_ee_step": declare_float(
                 self, "max_ee_step", 0.03, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
@@ -132,7 +122,7 @@ class PandaAgent(AgentNode):
                 self, "cartesian_acceleration", 2.0, "TCP acceleration limit per axis", unit="m/s^2", low=0.1, high=13.0
             ),
         }
-        self.reset_noise = declare_float(
+        reset_noise = declare_float(
             self, "reset_noise", 0.1, "noise added to home at each reset (seeded)", unit="rad", low=0.0, high=0.5
         )
         self.reset_timeout = declare_float(
@@ -141,7 +131,7 @@ class PandaAgent(AgentNode):
         self.state_timeout = declare_float(
             self, "state_timeout", 0.5, "oldest joint state still usable", unit="s", low=0.001, high=60.0
         )
-        self.trajectory_points = declare_int(
+        trajectory_points = declare_int(
             self, "trajectory_points", 3, "control periods of reference sent with each command", low=2, high=50
         )
         self.joint_states_topic = declare_str(self, "joint_states_topic", "/joint_states", "joint state input")
@@ -151,7 +141,17 @@ class PandaAgent(AgentNode):
             "/joint_trajectory_controller/joint_trajectory",
             "joint_trajectory_controller's command topic",
         )
-        size = 3 if mode == "ee_delta" else panda.DOF
+        self.box = box
+        self.controller = PandaController(
+            mode,
+            limits,
+            box,
+            self.params.control_period_ns,
+            trajectory_points=trajectory_points,
+            reset_noise=reset_noise,
+            **motion_options,
+        )
+        size = self.controller.action_size
         return AgentSpaces(-np.ones(size), np.ones(size), len(OBSERVATION_NAMES), OBSERVATION_NAMES)
 
     # -- robot state --------------------------------------------------------------------
@@ -185,96 +185,39 @@ class PandaAgent(AgentNode):
     # -- commanding -----------------------------------------------------------------------
 
     def _command(self) -> None:
-        """Send the next ``trajectory_points`` control periods of the reference.
-
-        The first point, one period ahead, was already promised by the previous command:
-        the reference is committed that far along what it was doing, and a new action,
-        goal or stop only shapes what comes after. So a command that reaches the
-        controller a few ms late never has to bend the part it is already executing
-        (that would squeeze a change of course into less than a period and spike the
-        acceleration).
-        """
-        motion = self.motion
-        if motion is None:
-            return
-        now = self.now_ns()
-        period_ns = self.params.control_period_ns
-        period = ns_to_seconds(period_ns)
-        horizon = now + period_ns
-        motion.step(min(max(ns_to_seconds(horizon - self._reference_ns), 0.0), 3 * period))
-        self._reference_ns = horizon
-        if self._pending_action is not None:
-            motion.act(self._pending_action)
-        elif self._pending_goal is not None:
-            motion.move_joints(self._pending_goal)
-        elif self._pending_stop:
-            motion.stop()
-        self._pending_action = self._pending_goal = None
-        self._pending_stop = False
-        plan = [(motion.q, motion.v), *motion.rollout(period, self.trajectory_points - 1)]
-        allowed = self.box.excess(panda.ee_position(motion.q)) + 1e-4  # never further out than now
-        if any(self.box.excess(panda.ee_position(q)) > allowed for q, _ in plan[1:]):
-            # Last resort, should never trigger: the targets already keep the box.
-            self.guard_stops += 1
-            self.get_logger().warning("workspace guard: braking the reference", throttle_duration_sec=1.0)
-            motion.stop()
-            plan = [(motion.q, motion.v), *motion.rollout(period, self.trajectory_points - 1)]
+        """Send the controller's next short trajectory (see PandaController.command)."""
+        command = self.controller.command(self.now_ns())
+        if command is None:
+            return  # nothing measured yet: the joint controller holds the arm where it is
         # Stamped with the time the plan counts from: like joint_trajectory_controller,
         # the receiver keeps the plan's timing whatever the transport delay.
-        set_stamp(self._trajectory.header.stamp, now)
-        for point, (q, v) in zip(self._trajectory.points, plan, strict=True):
+        set_stamp(self._trajectory.header.stamp, command.stamp_ns)
+        for point, (q, v) in zip(self._trajectory.points, command.points, strict=True):
             point.positions = float64_field(q)
             point.velocities = float64_field(v)
         self._command_pub.publish(self._trajectory)
-
-    def _ensure_motion(self) -> ArmMotion:
-        q, _ = self._measured()
-        if self.motion is None:
-            self.motion = ArmMotion(self.action_mode, self.limits, self.box, q, **self._motion_options)
-            self._reference_ns = self.now_ns()
-        return self.motion
 
     # -- AgentNode hooks ----------------------------------------------------------------
 
     def build_observation(self) -> np.ndarray:
         q, dq = self._measured()
-        return np.concatenate([q, dq, panda.ee_position(q)])
+        return self.controller.observation(q, dq)
 
     def on_action_start(self, action: np.ndarray) -> None:
-        self._ensure_motion()
-        self._pending_action = action  # from where the motion is once the committed period is done
+        q, _ = self._measured()
+        self.controller.start(q, self.now_ns())
+        self.controller.act(action)  # takes hold after the committed period
 
     def apply_action(self, action: np.ndarray) -> None:
         self._command()
 
     def safe_hold(self) -> None:
-        if self.motion is None:
-            return  # nothing commanded yet: the controller holds the arm where it is
-        self._pending_action = self._pending_goal = None
-        self._pending_stop = True
+        self.controller.hold()
         self._command()
 
     def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
-        if options.size == panda.DOF:
-            goal = options.copy()
-        else:
-            rng = np.random.default_rng(seed)
-            goal = panda.HOME + rng.uniform(-self.reset_noise, self.reset_noise, panda.DOF)
-        self._reset_goal = np.clip(goal, self.limits.lower, self.limits.upper)
         self._reset_started_ns = self.now_ns()
-        motion = self.motion
-        # If the arm is not where the reference thinks (moved by hand after a fault, say)
-        # and at rest, start again from where it really is.
-        if (
-            motion is not None
-            and self._q is not None
-            and np.max(np.abs(self._q - motion.q)) > 0.05
-            and np.max(np.abs(self._dq)) < 0.05
-        ):
-            motion.reset(self._q)
-            self._reference_ns = self.now_ns()
-        self._pending_action = None
-        self._pending_goal = self._reset_goal
+        self.controller.begin_reset(seed, options, self._q, self._dq)
 
     def reset_done(self) -> bool:
         elapsed = ns_to_seconds(self.now_ns() - self._reset_started_ns)
@@ -282,18 +225,16 @@ class PandaAgent(AgentNode):
             if elapsed > self.reset_timeout:
                 raise RuntimeError(f"no joint state on {self.joint_states_topic} within {self.reset_timeout} s")
             return False
-        motion = self._ensure_motion()
-        heading_home = not motion.cartesian_active and np.array_equal(motion.joints.goal, self._reset_goal)
-        if self._pending_goal is None and not heading_home:
-            self._pending_goal = self._reset_goal
-        self._command()
         q, dq = self._measured()
-        error = float(np.max(np.abs(q - self._reset_goal)))
-        if motion.settled() and error < 5e-3 and float(np.max(np.abs(dq))) < 0.02:
+        self.controller.start(q, self.now_ns())
+        reached = self.controller.reset_reached(q, dq)
+        self._command()
+        if reached:
             return True
         if elapsed > self.reset_timeout:
             raise RuntimeError(
-                f"the arm did not reach its start pose within {self.reset_timeout} s (joint error {error:.4f} rad)"
+                f"the arm did not reach its start pose within {self.reset_timeout} s "
+                f"(joint error {self.controller.reset_error(q):.4f} rad)"
             )
         return False
 

@@ -8,6 +8,7 @@ an Episode goal in our tests. Nothing here needs threads: callbacks never block.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 
@@ -22,13 +23,24 @@ class ExitRequested(Exception):
     """Raised from a callback to leave spin() cleanly (e.g. after the RL side finished)."""
 
 
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Create a node, spin it until shutdown, and clean up; the exit code to return.
 
     A node may define ``close()`` to release what it holds (end episodes, hold the
-    robot) before it is destroyed.
+    robot) before it is destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
+    so that ``close()`` still has a live context to send its last commands with.
     """
-    rclpy.init(args=args)
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except ImportError:  # older rclpy: its handlers shut the context down first
+        rclpy.init(args=args)
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     node: Node | None = None
     code = 0
     try:
@@ -47,7 +59,10 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
         if node is not None:
             close = getattr(node, "close", None)
             if callable(close):
-                close()
+                try:
+                    close()
+                except Exception as exc:
+                    print(f"[{node.get_name()}] close failed: {exc}", file=sys.stderr, flush=True)
             node.destroy_node()
         rclpy.try_shutdown()
     return code

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from franka_agent.core import panda
+from franka_agent.core.kinematics import PandaKinematics
 
 ACTION_MODES = ("ee_delta", "joint_delta")
 
@@ -200,13 +201,18 @@ class ReferenceGenerator:
 
 
 def solve_ik(
-    q_from: np.ndarray, target: np.ndarray, limits: MotionLimits, damping: float = 0.05, iterations: int = 1
+    kinematics: PandaKinematics,
+    q_from: np.ndarray,
+    target: np.ndarray,
+    limits: MotionLimits,
+    damping: float = 0.05,
+    iterations: int = 1,
 ) -> np.ndarray:
     """Joints near ``q_from`` that move the TCP towards ``target``: damped least squares,
     with a null-space pull towards the home posture, clipped to the joint limits."""
     q = q_from.copy()
     for _ in range(iterations):
-        position, jacobian = panda.ee_position_and_jacobian(q)
+        position, jacobian = kinematics.tcp_and_jacobian(q)
         jjt = jacobian @ jacobian.T + (damping**2) * np.eye(3)
         pseudo_inverse = jacobian.T @ np.linalg.inv(jjt)
         null_space = np.eye(panda.DOF) - pseudo_inverse @ jacobian
@@ -249,6 +255,7 @@ class ArmMotion:
         box_margin: float = 0.02,
         cartesian_speed: float = 0.3,
         cartesian_acceleration: float = 2.0,
+        kinematics: PandaKinematics | None = None,
     ) -> None:
         if mode not in ACTION_MODES:
             raise ValueError(f"action mode '{mode}' is not one of {', '.join(ACTION_MODES)}")
@@ -258,11 +265,12 @@ class ArmMotion:
         self.goal_box = box.shrunk(box_margin)
         self.max_ee_step = max_ee_step
         self.max_joint_step = max_joint_step
+        self.kinematics = kinematics or PandaKinematics()
         self.joints = ReferenceGenerator(limits.joints, q)
         cartesian = Bounds(
             self.goal_box.low, self.goal_box.high, np.full(3, cartesian_speed), np.full(3, cartesian_acceleration)
         )
-        self.cartesian = ReferenceGenerator(cartesian, panda.ee_position(self.joints.q))
+        self.cartesian = ReferenceGenerator(cartesian, self.kinematics.tcp(self.joints.q))
         self._ik = self.joints.q.copy()
         self.cartesian_active = False  # joint goals come from the Cartesian reference
         self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
@@ -346,7 +354,7 @@ class ArmMotion:
         goal = self.joints.goal
         if self.cartesian_active:
             x, xv = self.cartesian.advance(x, xv, dt)
-            ik = solve_ik(ik, x, self.limits)
+            ik = solve_ik(self.kinematics, ik, x, self.limits)
             goal = ik
         q, v = self._joint_step(state.q, state.v, goal, dt)
         risk = self._box_risk(q, v)
@@ -355,7 +363,7 @@ class ArmMotion:
         # Not viable: braking from there could take the TCP out of the box. Brake now.
         a = self.limits.acceleration
         q, v = self._joint_step(state.q, state.v, state.q + state.v * np.abs(state.v) / (2 * a), dt)
-        return _State(q, v, panda.ee_position(q), np.zeros(3), q, self._box_risk(q, v)), True
+        return _State(q, v, self.kinematics.tcp(q), np.zeros(3), q, self._box_risk(q, v)), True
 
     def _joint_step(self, q: np.ndarray, v: np.ndarray, goal: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         saved, self.joints.goal = self.joints.goal, np.clip(goal, self.limits.lower, self.limits.upper)
@@ -369,28 +377,24 @@ class ArmMotion:
         is safe): its excess now plus a bound on how far it moves while they stop (each
         joint turns by v^2 / 2a, moving the TCP by at most that times its distance from
         the joint's axis, with 20% to spare for the arm changing shape meanwhile)."""
-        frames = panda.joint_frames(q)
-        tcp = frames[-1][:3, 3]
-        turn = v * v / (2.0 * self.limits.acceleration)
-        reach = 0.0
-        for i in range(panda.DOF):
-            reach += float(np.linalg.norm(np.cross(frames[i][:3, 2], tcp - frames[i][:3, 3]))) * turn[i]
+        tcp, distances = self.kinematics.axis_distances(q)
+        reach = float(distances @ (v * v / (2.0 * self.limits.acceleration)))
         inside = float(np.min(np.minimum(tcp - self.box.low, self.box.high - tcp).clip(min=0.0)))
         return self.box.excess(tcp) - inside + 1.2 * reach
 
     def _follow_joints(self) -> None:
         """Put the Cartesian reference (and IK seed) where the joint reference is, at rest."""
         self._ik = self.joints.q.copy()
-        self.cartesian.reset(panda.ee_position(self.joints.q))
+        self.cartesian.reset(self.kinematics.tcp(self.joints.q))
 
     def _pull_into_box(self, q_from: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Scale a joint move back towards ``q_from`` until the goal's TCP is in the goal
         box, or, if ``q_from`` itself is outside it, at least no further outside."""
         goal = np.clip(goal, self.limits.lower, self.limits.upper)
-        allowed = self.goal_box.excess(panda.ee_position(q_from))
+        allowed = self.goal_box.excess(self.kinematics.tcp(q_from))
 
         def acceptable(q: np.ndarray) -> bool:
-            return self.goal_box.excess(panda.ee_position(q)) <= allowed + 1e-9
+            return self.goal_box.excess(self.kinematics.tcp(q)) <= allowed + 1e-9
 
         if acceptable(goal):
             return goal

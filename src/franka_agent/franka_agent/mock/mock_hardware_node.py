@@ -13,18 +13,24 @@ What the agent sees is what franka_ros2 v0.1.0 gives it on the real robot:
 It also offers what only a simulation can: ``~/reset`` (std_srvs/Trigger) puts the arm
 at home (plus ``reset_noise``), ``/clock`` lets every node run on simulated time
 (``use_sim_time``), and ``speed_factor`` runs it faster than real time (0: as fast as
-it can). It checks every command it receives against the Panda's position, velocity
-and acceleration limits and the workspace box, counts violations on
+it can). With ``lockstep`` (the default) it never simulates past the first point of
+the latest command, the period the controller has committed to: at any speed, every
+command then arrives before the arm needs it, as on the real robot where the
+controller's clock is the wall's. If commands stop for ``lockstep_timeout`` wall
+seconds, time runs on regardless, as it does for a real arm.
+
+It checks every command it receives against the Panda's position, velocity and
+acceleration limits and the workspace box, counts violations on
 ``~/limit_violations`` (latched) and reports on ``/diagnostics``.
 """
 
 from __future__ import annotations
 
 import array
+import math
 import sys
 import time
 
-import mujoco
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -39,15 +45,13 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from franka_agent.core import panda
+from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import WorkspaceBox
-from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
-from franka_agent.mock.panda_mjcf import EE_SITE, panda_mjcf
+from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, PandaSim
+from franka_agent.core.trajectory import TrajectoryPoint
 from spin_decoupler_ros.node_runner import run_node
-from spin_decoupler_ros.params import declare_float, declare_float_list
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list
 
-# franka_ros2 v0.1.0 joint_trajectory_controller gains (franka_bringup/config/controllers.yaml).
-DEFAULT_P_GAINS = [600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0]
-DEFAULT_D_GAINS = [30.0, 30.0, 30.0, 30.0, 10.0, 10.0, 5.0]
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # A limit is violated when exceeded by more than this share (floating-point and
@@ -79,29 +83,47 @@ class MockPandaHardware(Node):
             low=0.0,
             high=1000.0,
         )
+        self.lockstep = declare_bool(
+            self, "lockstep", True, "never simulate past the first point of the latest command (see the docstring)"
+        )
+        self.lockstep_timeout = declare_float(
+            self,
+            "lockstep_timeout",
+            0.2,
+            "wall time to wait for a command before simulating on",
+            unit="s",
+            low=0.001,
+            high=60.0,
+        )
+        self.joint_states_rate = declare_float(
+            self,
+            "joint_states_rate",
+            30.0,
+            "rate of /joint_states (the merged topic; 30 Hz on the robot)",
+            unit="Hz",
+            low=1.0,
+            high=publish_rate,
+        )
         self.reset_noise = declare_float(
             self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
         )
-        self.p_gains = np.array(declare_float_list(self, "p_gains", DEFAULT_P_GAINS, "joint PD stiffness (Nm/rad)"))
-        self.d_gains = np.array(declare_float_list(self, "d_gains", DEFAULT_D_GAINS, "joint PD damping (Nm s/rad)"))
+        p_gains = declare_float_list(self, "p_gains", list(DEFAULT_P_GAINS), "joint PD stiffness (Nm/rad)")
+        d_gains = declare_float_list(self, "d_gains", list(DEFAULT_D_GAINS), "joint PD damping (Nm s/rad)")
         low = declare_float_list(self, "workspace_low", [0.2, -0.45, 0.05], "workspace box lower corner (m)")
         high = declare_float_list(self, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
         self.box = WorkspaceBox(np.array(low), np.array(high))
 
-        self.model = mujoco.MjModel.from_xml_string(panda_mjcf(timestep=1.0 / physics_rate))
-        self.data = mujoco.MjData(self.model)
-        self._scratch = mujoco.MjData(self.model)  # for checking commanded points' TCP
+        self.sim = PandaSim(physics_rate, p_gains, d_gains)
+        self._kinematics = PandaKinematics()  # for checking commanded points' TCP
         self._steps_per_publish = max(1, round(physics_rate / publish_rate))
         self._rng = np.random.default_rng()
-        self.follower = TrajectoryFollower(panda.HOME)
         self.violations = 0
         self.commands = 0
-        self._set_configuration(panda.HOME)
 
-        self._joint_states = [
-            self.create_publisher(JointState, "/franka/joint_states", 10),
-            self.create_publisher(JointState, "/joint_states", 10),
-        ]
+        # ros2_control_node's state at the control rate, and the merged /joint_states
+        # (joint_state_publisher, 30 Hz on the robot).
+        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10)
+        self._joint_states = self.create_publisher(JointState, "/joint_states", 10)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
         self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -111,11 +133,21 @@ class MockPandaHardware(Node):
         self._clock_msg = ClockMsg()
 
         self._wall_clock = Clock(clock_type=ClockType.STEADY_TIME)
-        self._chunk = self._steps_per_publish * self.model.opt.timestep
-        period = 0.0 if self.speed_factor == 0.0 else self._chunk / self.speed_factor
+        self._chunk = self._steps_per_publish * self.sim.timestep
+        self._horizon: float | None = None  # lockstep: simulate no further than this
+        self._waiting_since: float | None = None
+        self._joint_states_every = max(1, round(publish_rate / self.joint_states_rate))
+        self._chunks = 0
+        # Flat out in lockstep, commands drive the simulation (each one advances it, see
+        # _on_trajectory) and the timer only covers silences; otherwise it paces
+        # simulated time to wall time x speed.
+        if self.speed_factor > 0.0:
+            period = self._chunk / self.speed_factor
+        else:
+            period = self.lockstep_timeout / 4 if self.lockstep else 0.001
         self._wall_start = time.monotonic()
         self._sim_start = 0.0
-        self._timer = self.create_timer(period, self._on_wall_tick, clock=self._wall_clock)
+        self._timer = self.create_timer(period, self._advance_allowed, clock=self._wall_clock)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._wall_clock)
         self._publish_violations()
         self._publish_state()
@@ -128,34 +160,52 @@ class MockPandaHardware(Node):
 
     @property
     def sim_time(self) -> float:
-        return float(self.data.time)
+        return self.sim.time
 
-    def _set_configuration(self, q: np.ndarray) -> None:
-        self.data.qpos[:] = q
-        self.data.qvel[:] = 0.0
-        self.data.ctrl[:] = 0.0
-        mujoco.mj_forward(self.model, self.data)
-        self.follower.hold(q)
-
-    def _on_wall_tick(self) -> None:
+    def _advance_allowed(self) -> None:
+        """Simulate as far as wall time x speed and (in lockstep) the command horizon allow."""
+        wall = time.monotonic()
         if self.speed_factor == 0.0:
+            target = math.inf
+        else:
+            # Catch up with wall time x speed, but never spiral: beyond 0.1 s behind, let go.
+            target = self._sim_start + (wall - self._wall_start) * self.speed_factor
+            if target - self.sim_time > 0.1:
+                self._sim_start = self.sim_time - (wall - self._wall_start) * self.speed_factor
+                target = self.sim_time + self._chunk
+        # A bounded batch per call, so commands and services are served in between.
+        for _ in range(64):
+            if self.sim_time + 0.5 * self._chunk >= target:
+                return
+            if self._blocked(wall):
+                if self.speed_factor > 0.0:  # waiting is not falling behind: no catch-up burst later
+                    self._sim_start = self.sim_time - (wall - self._wall_start) * self.speed_factor
+                return
             self._advance_chunk()
-            return
-        # Catch up with wall time x speed, but never spiral: beyond 0.1 s behind, let go.
-        target = self._sim_start + (time.monotonic() - self._wall_start) * self.speed_factor
-        if target - self.sim_time > 0.1:
-            self._sim_start = self.sim_time - (time.monotonic() - self._wall_start) * self.speed_factor
-            target = self.sim_time + self._chunk
-        while self.sim_time + 0.5 * self._chunk < target:
-            self._advance_chunk()
+
+    def _blocked(self, wall: float) -> bool:
+        """Lockstep: is the next chunk past what the controller has committed to?
+
+        Without a command (none yet, or the controller went quiet) time still moves, one
+        chunk per ``lockstep_timeout``, so the controller's clock can reach its next tick.
+        """
+        if not self.lockstep or (self._horizon is not None and self.sim_time + self._chunk <= self._horizon + 1e-9):
+            self._waiting_since = None
+            return False
+        if self._waiting_since is None:
+            self._waiting_since = wall
+        if wall - self._waiting_since < self.lockstep_timeout:
+            return True
+        if self._horizon is not None:
+            self.get_logger().warning(
+                f"no command for {self.lockstep_timeout:g} s (wall): time runs on without one",
+                throttle_duration_sec=5.0,
+            )
+        self._waiting_since = wall
+        return False
 
     def _advance_chunk(self) -> None:
-        model, data = self.model, self.data
-        for _ in range(self._steps_per_publish):
-            q_desired, v_desired = self.follower.sample(data.time)
-            torque = self.p_gains * (q_desired - data.qpos) + self.d_gains * (v_desired - data.qvel)
-            data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
-            mujoco.mj_step(model, data)
+        self.sim.step(self._steps_per_publish)
         self._publish_state()
 
     def _stamp(self) -> Time:
@@ -166,11 +216,14 @@ class MockPandaHardware(Node):
         stamp = self._stamp()
         msg = self._state_msg
         msg.header.stamp = stamp
-        msg.position = array.array("d", self.data.qpos.tobytes())
-        msg.velocity = array.array("d", self.data.qvel.tobytes())
-        msg.effort = array.array("d", self.data.ctrl.tobytes())
-        for publisher in self._joint_states:
-            publisher.publish(msg)
+        data = self.sim.data
+        msg.position = array.array("d", data.qpos.tobytes())
+        msg.velocity = array.array("d", data.qvel.tobytes())
+        msg.effort = array.array("d", data.ctrl.tobytes())
+        self._franka_states.publish(msg)
+        if self._chunks % self._joint_states_every == 0:
+            self._joint_states.publish(msg)
+        self._chunks += 1
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
 
@@ -201,12 +254,15 @@ class MockPandaHardware(Node):
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         start = stamp if stamp > 0.0 else self.sim_time
         self._check_limits(points, start)
-        self.follower.set_trajectory(self.sim_time, points, start)
+        self.sim.command(points, start)
+        if points:
+            self._horizon = start + points[0].time
+            self._advance_allowed()
 
     def _check_limits(self, points: list[TrajectoryPoint], start: float) -> None:
         """Count what the real controller would refuse or the real arm would fault on."""
         tolerance = 1.0 + LIMIT_TOLERANCE
-        _, v_previous = self.follower.sample(self.sim_time)
+        _, v_previous = self.sim.follower.sample(self.sim_time)
         t_previous = self.sim_time - start
         for point in points:
             if point.time <= t_previous:
@@ -221,9 +277,7 @@ class MockPandaHardware(Node):
                 if dt > 0 and np.any(np.abs(v - v_previous) / dt > panda.MAX_ACCELERATION * tolerance):
                     self._count_violation(f"acceleration above the limits: {np.round((v - v_previous) / dt, 2)}")
                 v_previous = v
-            self._scratch.qpos[:] = q
-            mujoco.mj_kinematics(self.model, self._scratch)
-            excess = self.box.excess(self._scratch.site(EE_SITE).xpos)
+            excess = self.box.excess(self._kinematics.tcp(q))
             if excess > 1e-3:
                 self._count_violation(f"TCP {excess * 1000:.1f} mm outside the workspace box")
             t_previous = point.time
@@ -238,7 +292,7 @@ class MockPandaHardware(Node):
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         q = panda.HOME + self._rng.uniform(-self.reset_noise, self.reset_noise, panda.DOF)
-        self._set_configuration(np.clip(q, panda.LOWER, panda.UPPER))
+        self.sim.place(np.clip(q, panda.LOWER, panda.UPPER))
         self._publish_state()
         response.success = True
         response.message = f"arm at home{' with noise' if self.reset_noise else ''}"

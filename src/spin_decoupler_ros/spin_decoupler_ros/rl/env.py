@@ -51,7 +51,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ``seq``, ``lat`` (previous action's measured duration, s), ``ato`` (agent time of
     the observation, s), ``duration`` (how long this action ran), ``hold``,
     ``wall_time`` (RL wall clock), ``round_trip``, ``clock_offset`` (agent clock minus
-    RL clock, s), ``agent_reward``.
+    RL clock, s), ``agent_reward``, ``requested_duration`` (what this step asked for, s).
 
     ## Arguments
     :param agent_namespace: namespace of the agent node ("" or e.g. "/panda0").
@@ -179,6 +179,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         terminated = bool(self.is_terminated(observation, answer))
         truncated = self.max_episode_steps is not None and self._steps >= self.max_episode_steps
         info = answer.info()
+        info["requested_duration"] = duration if duration else self.client.rl_timestep
         info.update(self.step_info(observation, answer))
         return observation, float(reward), terminated, bool(truncated and not terminated), info
 

@@ -173,7 +173,13 @@ class ProcessGroup:
 
     def check_alive(self) -> None:
         """Raise if a process died, with the tail of its log."""
+        self.check_alive_except(None)
+
+    def check_alive_except(self, expected: NodeProcess | None) -> None:
+        """Like ``check_alive``, but ``expected`` may have exited (e.g. a trainer that finished)."""
         for process in self.processes:
+            if process is expected:
+                continue
             code = process.returncode()
             if code is not None:
                 tail = "\n".join(process.log_text().splitlines()[-20:])

@@ -1,0 +1,154 @@
+"""The agent's control loop while Stable-Baselines3 trains in the RL process.
+
+For each control rate (100 Hz, 500 Hz): the MuJoCo mock at real time, the Panda agent
+on wall time (SCHED_FIFO when the machine allows it, as on a robot's PREEMPT_RT
+computer), and in this process SAC training on the reach task through the decoupler,
+for ``--seconds``. The agent records every control period; from them: mean, p99, the
+largest deviation from the nominal period, and the share of periods more than 10%
+late. From the training's step answers: LAT minus the requested duration (LAT holds
+the learner's think time between steps, as it should), and the executed duration
+minus the requested one (the agent's own timing error).
+
+    ./ws bench control_loop [--seconds 180]
+
+Writes bench/results/control_loop.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import isolate_dds, write_result
+
+
+def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str, object]:
+    import torch
+    import yaml
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from franka_agent.reach_task import PandaReachEnv
+    from spin_decoupler_ros.tools.paths import find_config
+    from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+
+    config = find_config("panda_reach.yaml", package="franka_agent")
+    task = yaml.safe_load(config.read_text())["/**/panda_trainer"]["ros__parameters"]
+    period_log = logs / f"control_loop_{rate:g}hz_periods.npy"
+    period_log.unlink(missing_ok=True)
+    agent_params: dict[str, object] = {
+        "use_sim_time": False,
+        "control_rate": rate,
+        "realtime_priority": priority,
+        "period_log": str(period_log.resolve()),
+    }
+    if rate > 250:
+        agent_params["acceleration_fraction"] = 250.0 / rate  # jerk-safe at this rate
+    answers: list[tuple[float, float, float]] = []  # lat, executed duration, requested
+
+    class Record(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "lat" in info:
+                    answers.append((info["lat"], info["duration"], info["requested_duration"]))
+            return True
+
+    with ProcessGroup() as group:
+        mock = group.start(
+            NodeProcess(
+                "franka_agent.mock.mock_hardware_node",
+                ros_args(
+                    params_files=[config], params={"speed_factor": 1.0, "lockstep": False, "publish_rate": 1000.0}
+                ),
+                log_path=logs / f"control_loop_{rate:g}hz_mock.log",
+            )
+        )
+        agent = group.start(
+            NodeProcess(
+                "franka_agent.panda_agent_node",
+                ros_args(params_files=[config], params=agent_params),
+                log_path=logs / f"control_loop_{rate:g}hz_agent.log",
+            )
+        )
+        assert mock.wait_for_log("mock Panda ready", 60) and agent.wait_for_log("agent ready", 60)
+        torch.set_num_threads(1)
+        env = PandaReachEnv(
+            target_low=task["target_low"],
+            target_high=task["target_high"],
+            success_distance=task["success_distance"],
+            max_episode_steps=task["episode_steps"],
+            client_options={"connect_timeout": 60},
+        )
+        # Updates between episodes (train_freq per episode): within an episode the
+        # learner only runs its policy, so LAT measures the pipeline, not backprop.
+        model = SAC(
+            "MlpPolicy",
+            env,
+            learning_starts=500,
+            train_freq=(1, "episode"),
+            gradient_steps=-1,
+            policy_kwargs={"net_arch": [64, 64]},
+            seed=0,
+            verbose=0,
+        )
+        deadline = time.monotonic() + seconds
+
+        class Stop(BaseCallback):
+            def _on_step(self) -> bool:
+                return time.monotonic() < deadline
+
+        model.learn(total_timesteps=10**9, callback=[Record(), Stop()])
+        env.close()
+        agent.stop()  # SIGINT: the agent writes its period log on the way out
+    periods = np.load(period_log).astype(np.float64) / 1e6  # ms
+    nominal = 1e3 / rate
+    data = np.array(answers)
+    lat_error = (data[:, 0] - data[:, 2]) * 1e3
+    executed_error = np.abs(data[:, 1] - data[:, 2]) * 1e3
+    log_text = agent.log_text()
+    return {
+        "periods": int(periods.size),
+        "period_mean_ms": round(float(periods.mean()), 4),
+        "period_p99_ms": round(float(np.percentile(periods, 99)), 4),
+        "period_max_ms": round(float(periods.max()), 4),
+        "max_deviation_ms": round(float(np.max(np.abs(periods - nominal))), 4),
+        "late_fraction": round(float(np.mean(periods > 1.1 * nominal)), 6),
+        "lat_error_p99_ms": round(float(np.percentile(np.abs(lat_error), 99)), 3),
+        "lat_minus_requested_median_ms": round(float(np.median(lat_error)), 3),
+        "executed_duration_error_p99_ms": round(float(np.percentile(executed_error, 99)), 3),
+        "steps": int(data.shape[0]),
+        "realtime_priority": priority if "SCHED_FIFO" in log_text else 0,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=180.0, help="measuring time per rate")
+    parser.add_argument("--priority", type=int, default=80, help="agent SCHED_FIFO priority (0: normal)")
+    args = parser.parse_args()
+    isolate_dds()
+    logs = Path("log/bench")
+    logs.mkdir(parents=True, exist_ok=True)
+    result: dict[str, object] = {}
+    for rate in (100.0, 500.0):
+        figures = measure(rate, args.seconds, args.priority, logs)
+        print(f"{rate:g} Hz: {figures}", flush=True)
+        result[f"{rate:g}hz"] = figures
+    result["setup"] = {
+        "seconds_per_rate": args.seconds,
+        "learner": "SB3 SAC [64, 64], torch 1 thread, updates between episodes, reach task",
+        "robot": "MuJoCo mock at real time (no lockstep), agent on wall time",
+        "cpus": os.cpu_count(),
+    }
+    write_result("control_loop", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

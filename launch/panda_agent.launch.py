@@ -1,0 +1,119 @@
+"""The agent side of the Panda pipeline: the robot (MuJoCo mock or a real Panda through
+franka_ros2) and the Panda agent node. Start this on the robot's computer; start
+panda_rl.launch.py wherever the learner runs (see README: two hosts).
+
+    ros2 launch franka_agent panda_agent.launch.py                      # mock hardware
+    ros2 launch franka_agent panda_agent.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
+
+With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
+(franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
+joint_trajectory_controller, the controller the agent commands.
+"""
+
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
+from launch.conditions import UnlessCondition
+from launch.launch_context import LaunchContext
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
+
+
+def _require_robot_ip(context: LaunchContext) -> list[object]:
+    mock = LaunchConfiguration("use_mock_hardware").perform(context).lower() == "true"
+    if not mock and not LaunchConfiguration("robot_ip").perform(context):
+        raise RuntimeError("robot_ip is required with use_mock_hardware:=false (e.g. robot_ip:=172.16.0.2)")
+    return []
+
+
+def _nodes(context: LaunchContext) -> list[Node]:
+    mock = LaunchConfiguration("use_mock_hardware").perform(context).lower() == "true"
+    config = LaunchConfiguration("config").perform(context)
+    agent_overrides: dict[str, object] = {"use_sim_time": mock}
+    for name in ("rl_timestep", "control_rate"):
+        value = LaunchConfiguration(name).perform(context)
+        if value:
+            agent_overrides[name] = float(value)
+    nodes = [
+        Node(
+            package="franka_agent",
+            executable="panda_agent",
+            name="panda_agent",
+            namespace=LaunchConfiguration("namespace"),
+            parameters=[config, agent_overrides],
+            output="screen",
+        )
+    ]
+    if mock:
+        nodes.append(
+            Node(
+                package="franka_agent",
+                executable="mock_hardware",
+                name="mock_hardware",
+                parameters=[config, {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}],
+                output="screen",
+            )
+        )
+    return nodes
+
+
+def generate_launch_description() -> LaunchDescription:
+    use_mock_hardware = LaunchConfiguration("use_mock_hardware")
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "use_mock_hardware",
+                default_value="true",
+                description="true: a MuJoCo Panda stands in for the robot; false: a real Panda via franka_ros2",
+            ),
+            DeclareLaunchArgument(
+                "robot_ip", default_value="", description="the Panda's IP or hostname (required when not mock)"
+            ),
+            DeclareLaunchArgument(
+                "load_gripper", default_value="true", description="real robot: load the Franka Hand (franka_gripper)"
+            ),
+            DeclareLaunchArgument("use_rviz", default_value="false", description="real robot: start RViz"),
+            DeclareLaunchArgument(
+                "config",
+                default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
+                description="parameters YAML, keyed by node name",
+            ),
+            DeclareLaunchArgument(
+                "namespace", default_value="", description="the agent's namespace (e.g. /panda0 for several agents)"
+            ),
+            DeclareLaunchArgument(
+                "rl_timestep", default_value="", description="seconds per RL step (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "control_rate", default_value="", description="agent control loop, Hz (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "sim_speed",
+                default_value="1.0",
+                description="mock only: simulated seconds per wall second (0: as fast as it can)",
+            ),
+            OpaqueFunction(function=_require_robot_ip),
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(
+                    PathJoinSubstitution([FindPackageShare("franka_bringup"), "launch", "franka.launch.py"])
+                ),
+                launch_arguments={
+                    "robot_ip": LaunchConfiguration("robot_ip"),
+                    "load_gripper": LaunchConfiguration("load_gripper"),
+                    "use_fake_hardware": "false",
+                    "use_rviz": LaunchConfiguration("use_rviz"),
+                }.items(),
+                condition=UnlessCondition(use_mock_hardware),
+            ),
+            Node(
+                package="controller_manager",
+                executable="spawner",
+                arguments=["joint_trajectory_controller"],
+                output="screen",
+                condition=UnlessCondition(use_mock_hardware),
+            ),
+            OpaqueFunction(function=_nodes),
+        ]
+    )

@@ -1,0 +1,48 @@
+"""Fast Panda kinematics: MuJoCo's C routines on the model built from the DH table.
+
+``panda.py`` computes the same with numpy (the reference the tests compare against);
+this is 20-60x faster (1.5 us for the TCP, 2.6 us with its Jacobian), which matters
+in a control loop that evaluates kinematics a dozen times a period.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
+
+
+class PandaKinematics:
+    """TCP position, its Jacobian, and the joint axes, for a joint configuration.
+
+    Not thread-safe (it owns one MjData); every ArmMotion has its own.
+    """
+
+    def __init__(self) -> None:
+        self.model = mujoco.MjModel.from_xml_string(panda_mjcf())
+        self.data = mujoco.MjData(self.model)
+        self._site = self.model.site(EE_SITE).id
+        self._jacobian = np.zeros((3, self.model.nv))
+
+    def tcp(self, q: np.ndarray) -> np.ndarray:
+        """TCP position (m, base frame)."""
+        self.data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        return self.data.site_xpos[self._site].copy()
+
+    def tcp_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """TCP position and its 3x7 position Jacobian (m/rad)."""
+        self.data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_jacSite(self.model, self.data, self._jacobian, None, self._site)
+        return self.data.site_xpos[self._site].copy(), self._jacobian.copy()
+
+    def axis_distances(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """TCP position, and its distance (m) from each joint's axis."""
+        self.data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        tcp = self.data.site_xpos[self._site].copy()
+        offsets = tcp - self.data.xanchor
+        return tcp, np.linalg.norm(np.cross(self.data.xaxis, offsets), axis=1)

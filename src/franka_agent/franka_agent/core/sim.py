@@ -1,0 +1,79 @@
+"""PandaSim: the simulated arm behind the mock hardware, without ROS.
+
+MuJoCo physics at ``physics_rate``; a ``TrajectoryFollower`` standing in for
+joint_trajectory_controller; its joint PD (franka_ros2's gains) on an arm whose gravity
+is compensated, like the real Panda's torque interface. The mock node wraps it in
+franka_ros2's topics; the in-process benchmark env drives it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+
+from franka_agent.core import panda
+from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
+from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
+
+# franka_ros2 v0.1.0 joint_trajectory_controller gains (franka_bringup/config/controllers.yaml).
+DEFAULT_P_GAINS = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
+DEFAULT_D_GAINS = (30.0, 30.0, 30.0, 30.0, 10.0, 10.0, 5.0)
+
+
+class PandaSim:
+    def __init__(
+        self,
+        physics_rate: float = 1000.0,
+        p_gains: Sequence[float] = DEFAULT_P_GAINS,
+        d_gains: Sequence[float] = DEFAULT_D_GAINS,
+    ) -> None:
+        self.model = mujoco.MjModel.from_xml_string(panda_mjcf(timestep=1.0 / physics_rate))
+        self.data = mujoco.MjData(self.model)
+        self.p_gains = np.asarray(p_gains, dtype=np.float64)
+        self.d_gains = np.asarray(d_gains, dtype=np.float64)
+        self.follower = TrajectoryFollower(panda.HOME)
+        self._site = self.model.site(EE_SITE).id
+        self.place(panda.HOME)
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def timestep(self) -> float:
+        return float(self.model.opt.timestep)
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.data.qpos.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        return self.data.qvel.copy()
+
+    @property
+    def tcp(self) -> np.ndarray:
+        return self.data.site_xpos[self._site].copy()
+
+    def place(self, q: np.ndarray) -> None:
+        """Put the arm at ``q``, at rest, holding there."""
+        self.data.qpos[:] = q
+        self.data.qvel[:] = 0.0
+        self.data.ctrl[:] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+        self.follower.hold(q)
+
+    def command(self, points: list[TrajectoryPoint], start: float | None = None) -> None:
+        """A new trajectory for the controller, timed from ``start`` (now if None)."""
+        self.follower.set_trajectory(self.time, points, start)
+
+    def step(self, steps: int = 1) -> None:
+        """Advance ``steps`` physics steps, the joint PD tracking the trajectory."""
+        model, data = self.model, self.data
+        for _ in range(steps):
+            q_desired, v_desired = self.follower.sample(data.time)
+            torque = self.p_gains * (q_desired - data.qpos) + self.d_gains * (v_desired - data.qvel)
+            data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
+            mujoco.mj_step(model, data)

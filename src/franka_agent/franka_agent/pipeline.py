@@ -1,0 +1,130 @@
+"""The main job: train on the MuJoCo mock Panda through the decoupled nodes.
+
+    ./ws main [--total-timesteps N] [--sim-speed S] [--run-dir DIR] ...
+
+Starts what ``launch/panda_train.launch.py`` starts with ``use_mock_hardware:=true``,
+as separate processes, for machines without ``ros2 launch``: the mock hardware
+(MuJoCo, publishing /clock), the Panda agent (on simulated time) and the trainer (the
+RL node), then waits for the trainer, stops the others and prints the results. Agent
+and mock logs go to the run folder; the trainer's progress to the console.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from spin_decoupler_ros.tools.paths import find_config
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="parameters YAML (default: config/panda_reach.yaml)")
+    parser.add_argument("--total-timesteps", type=int, help="training steps (default: the config's)")
+    parser.add_argument(
+        "--sim-speed",
+        type=float,
+        default=0.0,
+        help="simulated seconds per wall second of the mock; 0 (default): as fast as the agent, in lockstep",
+    )
+    parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
+    parser.add_argument("--control-rate", type=float, help="agent control rate in Hz (default: the config's)")
+    parser.add_argument("--algorithm", choices=("sac", "td3"), help="default: the config's")
+    parser.add_argument("--seed", type=int, help="default: the config's")
+    parser.add_argument("--eval-episodes", type=int, help="default: the config's")
+    parser.add_argument("--run-dir", help="run folder (default: runs/panda_reach/<date-time>)")
+    parser.add_argument(
+        "--use-mock-hardware",
+        default="true",
+        choices=("true", "false"),
+        help="false drives a real Panda: that needs franka_ros2, so use the launch file",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.use_mock_hardware == "false":
+        print(
+            "A real Panda is driven through franka_ros2, which this job cannot start without ros2 launch:\n"
+            "  ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=<ip>",
+            file=sys.stderr,
+        )
+        return 2
+    config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
+    run_dir = Path(args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # Everything runs on this machine: keep discovery local unless told otherwise.
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+    agent_params: dict[str, object] = {"use_sim_time": True}
+    if args.rl_timestep is not None:
+        agent_params["rl_timestep"] = args.rl_timestep
+    if args.control_rate is not None:
+        agent_params["control_rate"] = args.control_rate
+    trainer_params: dict[str, object] = {"run_dir": str(run_dir)}
+    for option, name in (
+        ("total_timesteps", "total_timesteps"),
+        ("algorithm", "algorithm"),
+        ("seed", "seed"),
+        ("eval_episodes", "eval_episodes"),
+    ):
+        if getattr(args, option) is not None:
+            trainer_params[name] = getattr(args, option)
+
+    speed = "flat out, in lockstep with the agent" if args.sim_speed == 0 else f"{args.sim_speed:g}x real time"
+    print(f"main job: Panda reach on the MuJoCo mock ({speed}); run folder {run_dir}", flush=True)
+    with ProcessGroup() as group:
+        mock = group.start(
+            NodeProcess(
+                "franka_agent.mock.mock_hardware_node",
+                ros_args(params_files=[config], params={"speed_factor": args.sim_speed}),
+                log_path=run_dir / "mock_hardware.log",
+                label="mock_hardware",
+            )
+        )
+        agent = group.start(
+            NodeProcess(
+                "franka_agent.panda_agent_node",
+                ros_args(params_files=[config], params=agent_params),
+                log_path=run_dir / "panda_agent.log",
+                label="panda_agent",
+            )
+        )
+        for process, text in ((mock, "mock Panda ready"), (agent, "agent ready")):
+            if not process.wait_for_log(text, timeout=60):
+                print(f"{process.name} did not start; its log:\n{process.log_text()}", file=sys.stderr)
+                return 1
+        trainer = NodeProcess(
+            "franka_agent.train",
+            ros_args(params_files=[config], params=trainer_params),
+            label="panda_trainer",
+        )
+        group.start(trainer)
+        while trainer.running():
+            try:
+                group.check_alive_except(trainer)
+            except RuntimeError as exc:
+                print(f"stopping: {exc}", file=sys.stderr)
+                return 1
+            time.sleep(0.5)
+        code = trainer.returncode()
+    results = run_dir / "results.json"
+    if code == 0 and results.exists():
+        figures = json.loads(results.read_text())
+        print(
+            f"done: success rate {100 * figures['success_rate']:.0f}% over {figures['eval_episodes']} evaluation "
+            f"episodes; {figures['total_timesteps']} steps in {figures['train_seconds']:.0f} s; "
+            f"see {run_dir}/ (model.zip, steps.csv, learning_curve.png, lat_histogram.png, results.json)",
+            flush=True,
+        )
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The reach task, on the RL side: reward and termination from the agent's observations.
+
+``ReachTask`` holds the task itself (targets, observation, reward, success), shared by
+``PandaReachEnv`` (through the decoupler, the real thing) and the in-process env of the
+throughput benchmark, so both are one and the same task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
+
+TCP = slice(14, 17)  # the TCP position in the Panda agent's observation
+OBSERVATION_SIZE = 23
+
+
+class ReachTask:
+    """Targets drawn in a box; observation = agent's + target + (target - TCP);
+    reward = -``reward_per_metre`` x distance; success within ``success_distance``.
+
+    The default 10 per metre keeps rewards of order one (a few tenths of a metre away):
+    with raw metres, SAC's entropy bonus drowns the task and it learned 10x slower here.
+    """
+
+    def __init__(
+        self,
+        target_low: Sequence[float],
+        target_high: Sequence[float],
+        success_distance: float,
+        reward_per_metre: float = 10.0,
+    ) -> None:
+        self.target_low = np.asarray(target_low, dtype=np.float64)
+        self.target_high = np.asarray(target_high, dtype=np.float64)
+        if self.target_low.shape != (3,) or np.any(self.target_low > self.target_high):
+            raise ValueError(f"target box needs 3 values, low <= high; got {self.target_low} and {self.target_high}")
+        self.success_distance = success_distance
+        self.reward_per_metre = reward_per_metre
+        self.target = (self.target_low + self.target_high) / 2
+
+    def draw_target(self, rng: np.random.Generator) -> None:
+        self.target = rng.uniform(self.target_low, self.target_high)
+
+    def observation(self, agent_observation: np.ndarray) -> np.ndarray:
+        tcp = agent_observation[TCP]
+        return np.concatenate([agent_observation, self.target, self.target - tcp]).astype(np.float32)
+
+    @staticmethod
+    def distance(observation: np.ndarray) -> float:
+        return float(np.linalg.norm(observation[20:23]))
+
+    def reward(self, observation: np.ndarray) -> float:
+        return -self.reward_per_metre * self.distance(observation)
+
+    def success(self, observation: np.ndarray) -> bool:
+        return self.distance(observation) < self.success_distance
+
+    def info(self, observation: np.ndarray) -> dict[str, Any]:
+        distance = self.distance(observation)
+        return {"distance": distance, "is_success": distance < self.success_distance}
+
+
+class PandaReachEnv(DecoupledEnv):
+    """Bring the Panda's hand to a target drawn anew each episode.
+
+    The agent only moves the arm and reports its state (the ancestor's LunarLander
+    pattern): targets, reward and termination live here.
+
+    ## Observation (23, float32)
+    The agent's 17 (joint positions, joint velocities, TCP position), the target (3,
+    m) and the target minus the TCP (3, m).
+
+    ## Action
+    The agent's: with ``action_mode: ee_delta``, a TCP displacement in [-1, 1]^3.
+
+    ## Reward
+    Minus ``reward_per_metre`` times the distance (m) from the TCP to the target, every
+    step (10 by default: rewards of order one).
+
+    ## Episode end
+    Terminated when the TCP is within ``success_distance`` of the target (a success);
+    truncated after ``max_episode_steps``. ``info["is_success"]`` says which.
+
+    :param target_low: lower corner of the box targets are drawn from (m).
+    :param target_high: its upper corner (m); keep it inside the agent's workspace box.
+    :param success_distance: how close counts as reached (m).
+    :param reward_per_metre: reward scale (see ``ReachTask``).
+    """
+
+    def __init__(
+        self,
+        agent_namespace: str = "",
+        *,
+        target_low: Sequence[float] = (0.35, -0.25, 0.2),
+        target_high: Sequence[float] = (0.6, 0.25, 0.55),
+        success_distance: float = 0.02,
+        reward_per_metre: float = 10.0,
+        max_episode_steps: int = 50,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            agent_namespace,
+            max_episode_steps=max_episode_steps,
+            observation_space=spaces.Box(-np.inf, np.inf, shape=(OBSERVATION_SIZE,), dtype=np.float32),
+            **kwargs,
+        )
+        if self.client.observation_size != 17:
+            size = self.client.observation_size
+            raise ValueError(f"the reach task needs the Panda agent's 17 observations, the agent gives {size}")
+        self.task = ReachTask(target_low, target_high, success_distance, reward_per_metre)
+
+    def new_episode(self) -> Sequence[float]:
+        self.task.draw_target(self.np_random)
+        return ()  # the agent draws its start pose from the seed it is sent
+
+    def make_observation(self, answer: StepAnswer) -> np.ndarray:
+        return self.task.observation(answer.observation)
+
+    def task_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
+        return self.task.reward(observation)
+
+    def is_terminated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
+        return self.task.success(observation)
+
+    def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:
+        return self.task.info(observation)

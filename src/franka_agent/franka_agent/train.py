@@ -1,0 +1,203 @@
+"""The RL node of the reach task: trains SB3 (SAC or TD3) on a Panda agent through the
+decoupler, then evaluates the policy and writes the run folder.
+
+    python -m franka_agent.train --ros-args --params-file config/panda_reach.yaml
+
+Run folder (``run_dir``): ``model.zip``, ``steps.csv`` (every step: LAT, ATO,
+requested and executed duration, RL wall time, reward, distance), ``episodes.csv``,
+``learning_curve.png``, ``lat_histogram.png``, ``results.json`` (evaluation over
+``eval_episodes`` episodes: success rate, final distances; timing figures).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rclpy.node import Node
+
+from franka_agent.reach_task import PandaReachEnv
+from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.rl import RLClient
+
+NODE_NAME = "panda_trainer"
+ALGORITHMS = ("sac", "td3")
+# Hyperparameters each algorithm takes from parameters "<algorithm>.<name>" (defaults here).
+HYPERPARAMETERS: dict[str, dict[str, Any]] = {
+    "sac": {
+        "learning_rate": 1e-3,
+        "buffer_size": 200_000,
+        "batch_size": 256,
+        "learning_starts": 1000,
+        "gamma": 0.95,
+        "tau": 0.005,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "net_arch": [64, 64],
+    },
+    "td3": {
+        "learning_rate": 1e-3,
+        "buffer_size": 200_000,
+        "batch_size": 256,
+        "learning_starts": 1000,
+        "gamma": 0.95,
+        "tau": 0.005,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "net_arch": [64, 64],
+        "action_noise_std": 0.2,
+    },
+}
+
+
+def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, default in HYPERPARAMETERS[algorithm].items():
+        key = f"{algorithm}.{name}"
+        if isinstance(default, list):
+            values[name] = [int(x) for x in declare_float_list(node, key, [float(x) for x in default], name)]
+        elif isinstance(default, int):
+            values[name] = declare_int(node, key, default, f"{algorithm.upper()} {name}", low=0)
+        else:
+            values[name] = declare_float(node, key, float(default), f"{algorithm.upper()} {name}", low=0.0)
+    return values
+
+
+def make_model(algorithm: str, env: PandaReachEnv, hyper: dict[str, Any], seed: int) -> Any:
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    common = {
+        "learning_rate": hyper["learning_rate"],
+        "buffer_size": hyper["buffer_size"],
+        "batch_size": hyper["batch_size"],
+        "learning_starts": hyper["learning_starts"],
+        "gamma": hyper["gamma"],
+        "tau": hyper["tau"],
+        "train_freq": hyper["train_freq"],
+        "gradient_steps": hyper["gradient_steps"],
+        "policy_kwargs": {"net_arch": hyper["net_arch"]},
+        "seed": seed,
+        "verbose": 0,
+    }
+    if algorithm == "sac":
+        return SAC("MlpPolicy", env, **common)
+    size = env.action_space.shape[0]
+    noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
+    return TD3("MlpPolicy", env, action_noise=noise, **common)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv if argv is None else argv
+    client = RLClient(node_name=NODE_NAME, ros_args=argv, connect=False, parameter_services=True)
+    node = client.node
+    log = node.get_logger()
+    try:
+        algorithm = declare_str(node, "algorithm", "sac", "SB3 algorithm", choices=ALGORITHMS)
+        hyper = declare_hyperparameters(node, algorithm)
+        total_timesteps = declare_int(node, "total_timesteps", 15000, "training steps", low=1)
+        seed = declare_int(node, "seed", 0, "seed of the learner and of the episodes", low=0)
+        episode_steps = declare_int(node, "episode_steps", 50, "steps before an episode is truncated", low=1)
+        eval_episodes = declare_int(node, "eval_episodes", 20, "episodes of the final evaluation", low=1)
+        success_distance = declare_float(
+            node, "success_distance", 0.02, "reached when this close", unit="m", low=0.001, high=1.0
+        )
+        reward_per_metre = declare_float(
+            node, "reward_per_metre", 10.0, "reward = -this x distance (m)", low=1e-6, high=1e6
+        )
+        target_low = declare_float_list(node, "target_low", [0.35, -0.25, 0.2], "target box lower corner (m)")
+        target_high = declare_float_list(node, "target_high", [0.6, 0.25, 0.55], "target box upper corner (m)")
+        torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
+        progress_every = declare_int(node, "progress_every", 1000, "steps between progress lines", low=1)
+        run_dir = Path(declare_str(node, "run_dir", "runs/panda_reach", "where the run folder goes"))
+    except ParameterError as exc:
+        print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
+        client.close()
+        return 2
+    client.connect(timeout=60.0)
+
+    import torch
+    from stable_baselines3.common.monitor import Monitor
+
+    from spin_decoupler_ros.rl.training import (
+        ProgressCallback,
+        StepLogCallback,
+        plot_lat_histogram,
+        plot_learning_curve,
+        run_episodes,
+    )
+
+    torch.set_num_threads(torch_threads)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = PandaReachEnv(
+        client=client,
+        target_low=target_low,
+        target_high=target_high,
+        success_distance=success_distance,
+        reward_per_metre=reward_per_metre,
+        max_episode_steps=episode_steps,
+    )
+    try:
+        model = make_model(algorithm, Monitor(env), hyper, seed)
+        steps = StepLogCallback(run_dir / "steps.csv", extra_fields=("distance", "is_success"))
+        progress = ProgressCallback(total_timesteps, steps, every=progress_every)
+        log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
+        started = time.monotonic()
+        model.learn(total_timesteps=total_timesteps, callback=[steps, progress])
+        train_seconds = time.monotonic() - started
+        model.save(run_dir / "model")
+
+        started = time.monotonic()
+        evaluation = run_episodes(
+            env, lambda obs: model.predict(obs, deterministic=True)[0], eval_episodes, seed=1_000_000 + seed
+        )
+        eval_seconds = time.monotonic() - started
+        with open(run_dir / "episodes.csv", "w", newline="") as file:
+            writer = csv.DictWriter(file, fieldnames=["step", "return", "success", "length"])
+            writer.writeheader()
+            writer.writerows(steps.episodes)
+        plot_learning_curve(
+            steps.episodes, run_dir / "learning_curve.png", f"{algorithm.upper()} on the Panda reach task"
+        )
+        plot_lat_histogram(steps.lats, client.rl_timestep, run_dir / "lat_histogram.png")
+        lats = np.array(steps.lats)
+        results = {
+            "algorithm": algorithm,
+            "total_timesteps": total_timesteps,
+            "train_seconds": round(train_seconds, 1),
+            "train_steps_per_second": round(total_timesteps / train_seconds, 2),
+            "eval_episodes": eval_episodes,
+            "success_rate": float(np.mean([e["success"] for e in evaluation])),
+            "mean_final_distance_m": float(np.mean([e["final_distance"] for e in evaluation])),
+            "mean_episode_length": float(np.mean([e["length"] for e in evaluation])),
+            "eval_seconds": round(eval_seconds, 1),
+            "lat_ms": {
+                "median": round(float(np.median(lats)) * 1e3, 3),
+                "p99": round(float(np.percentile(lats, 99)) * 1e3, 3),
+            }
+            if lats.size
+            else {},
+            "requested_duration_s": client.rl_timestep,
+            "hyperparameters": hyper,
+            "seed": seed,
+        }
+        (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        print(
+            f"evaluation: success {100 * results['success_rate']:.0f}% over {eval_episodes} episodes, "
+            f"mean final distance {100 * results['mean_final_distance_m']:.1f} cm; "
+            f"trained {total_timesteps} steps in {train_seconds:.0f} s; run folder {run_dir}",
+            flush=True,
+        )
+    finally:
+        env.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Stable-Baselines3 helpers for decoupled training: a per-step timing log, progress
+lines, evaluation, and the plots a run folder gets (learning curve, LAT histogram)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+STEP_LOG_FIELDS = (
+    "step",
+    "episode",
+    "seq",
+    "lat",
+    "ato",
+    "requested_duration",
+    "duration",
+    "hold",
+    "wall_time",
+    "round_trip",
+    "clock_offset",
+    "reward",
+    "terminated",
+    "truncated",
+)
+
+
+class StepLogCallback(BaseCallback):
+    """Writes one CSV row per environment step: the timing the agent reported (LAT, ATO,
+    requested and executed duration, hold), the RL wall time, and the reward; and keeps
+    per-episode returns and successes for the learning curve."""
+
+    def __init__(self, path: Path, extra_fields: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.path = path
+        self.fields = (*STEP_LOG_FIELDS, *extra_fields)
+        self._file: IO[str] | None = None
+        self._writer: Any = None
+        self.episode = 0
+        self._return = 0.0
+        self.episodes: list[dict[str, float]] = []  # step, return, success, length
+        self._length = 0
+        self.lats: list[float] = []
+
+    def _on_training_start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "w", newline="")  # noqa: SIM115 - closed at training end
+        self._writer = csv.DictWriter(self._file, fieldnames=self.fields, extrasaction="ignore")
+        self._writer.writeheader()
+
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos", [])
+        rewards = self.locals.get("rewards", [])
+        dones = self.locals.get("dones", [])
+        for i, info in enumerate(infos):
+            reward = float(rewards[i]) if len(rewards) > i else math.nan
+            done = bool(dones[i]) if len(dones) > i else False
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            row = {key: info.get(key) for key in self.fields}
+            row.update(
+                step=self.num_timesteps,
+                episode=self.episode,
+                reward=reward,
+                terminated=done and not truncated,
+                truncated=truncated,
+            )
+            self._writer.writerow(row)
+            if "lat" in info:
+                self.lats.append(float(info["lat"]))
+            self._return += reward
+            self._length += 1
+            if done:
+                self.episodes.append(
+                    {
+                        "step": float(self.num_timesteps),
+                        "return": self._return,
+                        "success": float(bool(info.get("is_success", False))),
+                        "length": float(self._length),
+                    }
+                )
+                self.episode += 1
+                self._return = 0.0
+                self._length = 0
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class ProgressCallback(BaseCallback):
+    """A progress line every ``every`` steps: rate, recent returns and successes, LAT."""
+
+    def __init__(self, total: int, log: StepLogCallback, every: int = 1000, out: IO[str] = sys.stdout) -> None:
+        super().__init__()
+        self.total = total
+        self.log = log
+        self.every = every
+        self.out = out
+        self._started = 0.0
+
+    def _on_training_start(self) -> None:
+        self._started = time.monotonic()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps % self.every and self.num_timesteps != self.total:
+            return True
+        elapsed = time.monotonic() - self._started
+        rate = self.num_timesteps / max(elapsed, 1e-9)
+        recent = self.log.episodes[-20:]
+        returns = np.mean([e["return"] for e in recent]) if recent else math.nan
+        success = 100 * np.mean([e["success"] for e in recent]) if recent else math.nan
+        lats = np.array(self.log.lats[-self.every :]) * 1e3
+        lat = f"LAT p50 {np.median(lats):.1f} ms p99 {np.percentile(lats, 99):.1f} ms" if lats.size else ""
+        eta = (self.total - self.num_timesteps) / max(rate, 1e-9)
+        print(
+            f"step {self.num_timesteps:>7}/{self.total} | {rate:5.1f} steps/s | last 20 episodes: return "
+            f"{returns:7.2f}, success {success:5.1f}% | {lat} | {elapsed:5.0f} s, ~{eta:4.0f} s left",
+            file=self.out,
+            flush=True,
+        )
+        return True
+
+
+def run_episodes(
+    env: Any, policy: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
+) -> list[dict[str, float]]:
+    """Run whole episodes with ``policy``; per episode: return, length, success, last info."""
+    results = []
+    for episode in range(episodes):
+        observation, _ = env.reset(seed=seed + episode)
+        total, length, done, info = 0.0, 0, False, {}
+        while not done:
+            observation, reward, terminated, truncated, info = env.step(policy(observation))
+            total += float(reward)
+            length += 1
+            done = terminated or truncated
+        results.append(
+            {
+                "return": total,
+                "length": float(length),
+                "success": float(bool(info.get("is_success", False))),
+                "final_distance": float(info.get("distance", math.nan)),
+            }
+        )
+    return results
+
+
+def plot_learning_curve(episodes: list[dict[str, float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax_return = plt.subplots(figsize=(8, 4.5))
+    if episodes:
+        steps = np.array([e["step"] for e in episodes])
+        returns = np.array([e["return"] for e in episodes])
+        success = np.array([e["success"] for e in episodes])
+        window = max(1, min(50, len(episodes) // 10))
+        kernel = np.ones(window) / window
+        ax_return.plot(steps, returns, color="tab:blue", alpha=0.25, lw=0.8)
+        ax_return.plot(steps[window - 1 :], np.convolve(returns, kernel, "valid"), color="tab:blue", label="return")
+        ax_return.set_ylabel("episode return", color="tab:blue")
+        ax_success = ax_return.twinx()
+        ax_success.plot(
+            steps[window - 1 :], 100 * np.convolve(success, kernel, "valid"), color="tab:green", label="success"
+        )
+        ax_success.set_ylabel(f"success rate, last {window} episodes (%)", color="tab:green")
+        ax_success.set_ylim(-2, 102)
+    ax_return.set_xlabel("environment steps")
+    ax_return.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_lat_histogram(lats: list[float], requested: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    values = np.array(lats) * 1e3
+    if values.size:
+        high = np.percentile(values, 99.5)
+        ax.hist(values[values <= high], bins=80, color="tab:purple")
+        ax.axvline(requested * 1e3, color="black", ls="--", lw=1, label=f"requested {requested * 1e3:g} ms")
+        ax.set_title(
+            f"LAT over {values.size} steps: median {np.median(values):.1f} ms, p99 {np.percentile(values, 99):.1f} ms"
+            f" ({np.sum(values > high)} above {high:.0f} ms not shown)"
+        )
+        ax.legend()
+    ax.set_xlabel("LAT: measured duration of the previous action (ms, agent clock)")
+    ax.set_ylabel("steps")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
