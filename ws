@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ws: set up the spin_decoupler workspace and run anything inside it.
 #
-#   ./ws main [args]      set up, then run the main job
+#   ./ws main [args]      set up, then the main job: train on the MuJoCo mock Panda
 #   ./ws test [args]      set up, then run the test suite (what CI runs)
 #   ./ws setup            set up only: venv, dependencies, colcon build (idempotent)
 #   ./ws exec CMD [args]  run CMD inside the environment (ROS 2, venv, built workspace)
@@ -116,7 +116,7 @@ cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
   setup) setup; say "ready ($MODE mode): ./ws exec <command> runs inside it" ;;
-  main)  setup; enter_env; cd "$ROOT"; exec python -m spin_decoupler_ros.examples.first_order_plant.run "$@" ;;
+  main)  setup; enter_env; cd "$ROOT"; exec python -m franka_agent.pipeline "$@" ;;
   test)  setup; enter_env; cd "$ROOT"; exec python -m pytest "$@" ;;
   exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
   bench) [ $# -gt 0 ] || die "usage: ./ws bench NAME [args] (see bench/README.md)"

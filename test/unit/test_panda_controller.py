@@ -84,7 +84,7 @@ def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it() -> No
         observation, _ = env.reset(seed=episode)
         assert observation.shape == (23,)
         for _ in range(50):
-            observation, reward, terminated, truncated, info = env.step(np.clip(observation[20:23] / 0.03, -1, 1))
+            observation, reward, terminated, truncated, info = env.step(np.clip(observation[20:23] / 0.3, -1, 1))  # decimetres
             assert reward == pytest.approx(-10.0 * info["distance"])
             if terminated or truncated:
                 break

@@ -17,10 +17,13 @@ from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
 
 TCP = slice(14, 17)  # the TCP position in the Panda agent's observation
 OBSERVATION_SIZE = 23
+ERROR = slice(20, 23)  # target - TCP in the task's observation, in decimetres
+ERROR_PER_METRE = 10.0
 
 
 class ReachTask:
-    """Targets drawn in a box; observation = agent's + target + (target - TCP);
+    """Targets drawn in a box; observation = agent's + target + (target - TCP) in
+    decimetres (the quantity the policy needs most, at order one next to joint angles);
     reward = -``reward_per_metre`` x distance; success within ``success_distance``.
 
     The default 10 per metre keeps rewards of order one (a few tenths of a metre away):
@@ -46,12 +49,13 @@ class ReachTask:
         self.target = rng.uniform(self.target_low, self.target_high)
 
     def observation(self, agent_observation: np.ndarray) -> np.ndarray:
-        tcp = agent_observation[TCP]
-        return np.concatenate([agent_observation, self.target, self.target - tcp]).astype(np.float32)
+        error = (self.target - agent_observation[TCP]) * ERROR_PER_METRE
+        return np.concatenate([agent_observation, self.target, error]).astype(np.float32)
 
     @staticmethod
     def distance(observation: np.ndarray) -> float:
-        return float(np.linalg.norm(observation[20:23]))
+        """Distance (m) from the TCP to the target, from a task observation."""
+        return float(np.linalg.norm(observation[ERROR])) / ERROR_PER_METRE
 
     def reward(self, observation: np.ndarray) -> float:
         return -self.reward_per_metre * self.distance(observation)
@@ -72,7 +76,7 @@ class PandaReachEnv(DecoupledEnv):
 
     ## Observation (23, float32)
     The agent's 17 (joint positions, joint velocities, TCP position), the target (3,
-    m) and the target minus the TCP (3, m).
+    m) and the target minus the TCP (3, in decimetres: order one, like the rest).
 
     ## Action
     The agent's: with ``action_mode: ee_delta``, a TCP displacement in [-1, 1]^3.

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         algorithm = declare_str(node, "algorithm", "sac", "SB3 algorithm", choices=ALGORITHMS)
         hyper = declare_hyperparameters(node, algorithm)
-        total_timesteps = declare_int(node, "total_timesteps", 15000, "training steps", low=1)
+        total_timesteps = declare_int(node, "total_timesteps", 10000, "training steps", low=1)
         seed = declare_int(node, "seed", 0, "seed of the learner and of the episodes", low=0)
         episode_steps = declare_int(node, "episode_steps", 50, "steps before an episode is truncated", low=1)
         eval_episodes = declare_int(node, "eval_episodes", 20, "episodes of the final evaluation", low=1)

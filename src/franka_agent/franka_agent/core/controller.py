@@ -114,7 +114,7 @@ class PandaController:
         motion = self.motion
         if motion is None:
             return False
-        heading = not motion.cartesian_active and np.array_equal(motion.joints.goal, self.reset_goal)
+        heading = motion.heading_for(self.reset_goal)
         if self._pending_goal is None and not heading:
             self._pending_goal = self.reset_goal
         return bool(motion.settled() and np.max(np.abs(q - self.reset_goal)) < 5e-3 and np.max(np.abs(dq)) < 0.02)
@@ -136,7 +136,7 @@ class PandaController:
         if self._pending_action is not None:
             motion.act(self._pending_action)
         elif self._pending_goal is not None:
-            motion.move_joints(self._pending_goal)
+            motion.move_home(self._pending_goal)
         elif self._pending_stop:
             motion.stop()
         self._pending_action = self._pending_goal = None

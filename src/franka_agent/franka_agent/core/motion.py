@@ -274,6 +274,7 @@ class ArmMotion:
         self._ik = self.joints.q.copy()
         self.cartesian_active = False  # joint goals come from the Cartesian reference
         self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
+        self._final_goal: np.ndarray | None = None  # move_home's second phase
         self._risk: float | None = None
 
     @property
@@ -298,6 +299,7 @@ class ArmMotion:
 
     def act(self, action: np.ndarray) -> None:
         """Take a normalised action: set the Cartesian target, or the joint goal."""
+        self._final_goal = None
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         if self.mode == "ee_delta":
             if not self.cartesian_active:
@@ -308,23 +310,54 @@ class ArmMotion:
             self.move_joints(self._pull_into_box(self.joints.q, self.joints.q + action * self.max_joint_step))
 
     def move_joints(self, goal: np.ndarray) -> None:
-        """Go to a joint configuration (a reset, a joint action)."""
+        """Go to a joint configuration (a joint action)."""
         self.cartesian_active = False
+        self._final_goal = None
         self.joints.set_goal(goal)
+
+    def move_home(self, goal: np.ndarray) -> None:
+        """Go to a start configuration from anywhere in the box: first the hand, in a
+        straight line to where ``goal`` puts it (the IK's null space drawing the arm
+        towards home posture), then the joints the rest of the way. A direct joint move
+        could swing the hand out of the box, where the guard would stop it for good."""
+        goal = np.clip(goal, self.limits.lower, self.limits.upper)
+        target = self.goal_box.clip(self.kinematics.tcp(goal))
+        if np.linalg.norm(target - self.kinematics.tcp(self.joints.q)) < 0.02:
+            self.move_joints(goal)
+            return
+        if not self.cartesian_active:
+            self._follow_joints()
+            self.cartesian_active = True
+        self.cartesian.set_goal(target)
+        self._final_goal = goal
 
     def stop(self) -> None:
         """Brake within the limits and hold."""
+        self._final_goal = None
         if self.cartesian_active:
             self.cartesian.stop()
         else:
             self.joints.stop()
 
+    def heading_for(self, goal: np.ndarray) -> bool:
+        """Whether the motion is on its way to the joint configuration ``goal``."""
+        final = (
+            self._final_goal if self._final_goal is not None else (None if self.cartesian_active else self.joints.goal)
+        )
+        return final is not None and np.array_equal(final, np.clip(goal, self.limits.lower, self.limits.upper))
+
     def settled(self) -> bool:
-        return self.joints.settled() and (not self.cartesian_active or self.cartesian.settled(1e-4, 1e-3))
+        return (
+            self._final_goal is None
+            and self.joints.settled()
+            and (not self.cartesian_active or self.cartesian.settled(1e-4, 1e-3))
+        )
 
     # -- advancing ----------------------------------------------------------------------
 
     def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        if self._final_goal is not None and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
+            self.move_joints(self._final_goal)  # the hand is there: now the joints
         state, braked = self._advance(self._state(), dt)
         self.guard_brakes += braked
         self._risk = state.risk
