@@ -196,8 +196,9 @@ def plot_lat_histogram(lats: list[float], requested: float, path: Path) -> None:
         ax.hist(values[values <= high], bins=80, color="tab:purple")
         ax.axvline(requested * 1e3, color="black", ls="--", lw=1, label=f"requested {requested * 1e3:g} ms")
         ax.set_title(
-            f"LAT over {values.size} steps: median {np.median(values):.1f} ms, p99 {np.percentile(values, 99):.1f} ms"
-            f" ({np.sum(values > high)} above {high:.0f} ms not shown)"
+            f"LAT over {values.size} steps: median {np.median(values):.1f} ms, p99 {np.percentile(values, 99):.1f} ms\n"
+            f"({np.sum(values > high)} above {high:.0f} ms not shown)",
+            fontsize=10,
         )
         ax.legend()
     ax.set_xlabel("LAT: measured duration of the previous action (ms, agent clock)")
