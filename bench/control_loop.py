@@ -50,13 +50,13 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
     }
     if rate > 250:
         agent_params["acceleration_fraction"] = 250.0 / rate  # jerk-safe at this rate
-    answers: list[tuple[float, float, float]] = []  # lat, executed duration, requested
+    answers: list[tuple[int, float, float, float]] = []  # seq, lat, executed duration, requested
 
     class Record(BaseCallback):
         def _on_step(self) -> bool:
             for info in self.locals["infos"]:
                 if "lat" in info:
-                    answers.append((info["lat"], info["duration"], info["requested_duration"]))
+                    answers.append((info["seq"], info["lat"], info["duration"], info["requested_duration"]))
             return True
 
     with ProcessGroup() as group:
@@ -109,8 +109,13 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
     periods = np.load(period_log).astype(np.float64) / 1e6  # ms
     nominal = 1e3 / rate
     data = np.array(answers)
-    lat_error = (data[:, 0] - data[:, 2]) * 1e3
-    executed_error = np.abs(data[:, 1] - data[:, 2]) * 1e3
+    # LAT of step n is the duration of action n-1. Step 1's previous "action" is the
+    # reset's hold, which has no requested duration (it lasts until the learner sends
+    # step 1, here after training between episodes): it is reported on its own.
+    after_action = data[data[:, 0] >= 2]
+    first = data[data[:, 0] == 1]
+    lat_error = (after_action[:, 1] - after_action[:, 3]) * 1e3
+    executed_error = np.abs(data[:, 2] - data[:, 3]) * 1e3
     log_text = agent.log_text()
     return {
         "periods": int(periods.size),
@@ -122,6 +127,7 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
         "lat_error_p99_ms": round(float(np.percentile(np.abs(lat_error), 99)), 3),
         "lat_minus_requested_median_ms": round(float(np.median(lat_error)), 3),
         "executed_duration_error_p99_ms": round(float(np.percentile(executed_error, 99)), 3),
+        "first_step_lat_median_ms": round(float(np.median(first[:, 1])) * 1e3, 3) if first.size else None,
         "steps": int(data.shape[0]),
         "realtime_priority": priority if "SCHED_FIFO" in log_text else 0,
     }

@@ -84,7 +84,8 @@ def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it() -> No
         observation, _ = env.reset(seed=episode)
         assert observation.shape == (23,)
         for _ in range(50):
-            observation, reward, terminated, truncated, info = env.step(np.clip(observation[20:23] / 0.3, -1, 1))  # decimetres
+            error_dm = observation[20:23]  # target - TCP, decimetres
+            observation, reward, terminated, truncated, info = env.step(np.clip(error_dm / 0.3, -1, 1))
             assert reward == pytest.approx(-10.0 * info["distance"])
             if terminated or truncated:
                 break

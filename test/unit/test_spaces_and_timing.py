@@ -85,3 +85,12 @@ def test_offset_estimator_trusts_low_delay_samples() -> None:
     assert estimator.offset_ns is not None
     assert abs(estimator.offset_ns - true_offset) < 0.2 * MS
     assert estimator.uncertainty_ns is not None and estimator.uncertainty_ns < 0.2 * MS
+
+
+def test_ros_args_quote_strings_that_yaml_would_read_as_other_types() -> None:
+    from spin_decoupler_ros.tools.processes import ros_args
+
+    args = ros_args(name="n", params={"hook": "nan", "flag": True, "rate": 100.0, "path": "it's", "list": [1.0, 2.0]})
+    assert args[:3] == ["--ros-args", "-r", "__node:=n"]
+    assert "hook:='nan'" in args and "flag:=true" in args and "rate:=100.0" in args
+    assert "path:='it''s'" in args and "list:=[1.0,2.0]" in args

@@ -35,6 +35,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -122,17 +123,29 @@ class MockPandaHardware(Node):
 
         # ros2_control_node's state at the control rate, and the merged /joint_states
         # (joint_state_publisher, 30 Hz on the robot).
-        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10)
-        self._joint_states = self.create_publisher(JointState, "/joint_states", 10)
-        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
-        self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._command_sub = self.create_subscription(JointTrajectory, COMMAND_TOPIC, self._on_trajectory, 10)
+        # No per-endpoint QoS event handlers: each is one more waitable on every spin of a
+        # node that spins thousands of times a second (mismatches still fail to connect).
+        quiet = {"event_callbacks": PublisherEventCallbacks(use_default_callbacks=False)}
+        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10, **quiet)
+        self._joint_states = self.create_publisher(JointState, "/joint_states", 10, **quiet)
+        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10, **quiet)
+        self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED, **quiet)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10, **quiet)
+        self._command_sub = self.create_subscription(
+            JointTrajectory,
+            COMMAND_TOPIC,
+            self._on_trajectory,
+            10,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
+        )
         self._reset_srv = self.create_service(Trigger, "~/reset", self._on_reset)
         self._state_msg = JointState(name=list(panda.JOINT_NAMES))
         self._clock_msg = ClockMsg()
 
         self._wall_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        # Simulated time starts at the wall time the mock starts, so that a stamp means the
+        # same to nodes on /clock and to nodes on wall time (at speed 1, as on the robot).
+        self._epoch_ns = time.time_ns()
         self._chunk = self._steps_per_publish * self.sim.timestep
         self._horizon: float | None = None  # lockstep: simulate no further than this
         self._waiting_since: float | None = None
@@ -209,7 +222,7 @@ class MockPandaHardware(Node):
         self._publish_state()
 
     def _stamp(self) -> Time:
-        sec, nanosec = divmod(round(self.sim_time * 1e9), 1_000_000_000)
+        sec, nanosec = divmod(self._epoch_ns + round(self.sim_time * 1e9), 1_000_000_000)
         return Time(sec=sec, nanosec=nanosec)
 
     def _publish_state(self) -> None:
@@ -251,8 +264,8 @@ class MockPandaHardware(Node):
             t = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
             points.append(TrajectoryPoint(t, positions[order], velocities[order] if velocities.size else None))
         self.commands += 1
-        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        start = stamp if stamp > 0.0 else self.sim_time
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        start = (stamp_ns - self._epoch_ns) * 1e-9 if stamp_ns > 0 else self.sim_time
         self._check_limits(points, start)
         self.sim.command(points, start)
         if points:

@@ -248,12 +248,7 @@ class AgentNode(Node):
         )
         self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
         self._request_realtime(self.params.realtime_priority)
-        self.get_logger().info(
-            f"agent ready: action size {spec.size}, observation size {self.observation_size}, "
-            f"rl_timestep {ns_to_seconds(self.params.rl_timestep_ns):g} s, "
-            f"control period {ns_to_seconds(self.params.control_period_ns) * 1e3:g} ms, "
-            f"watchdog {ns_to_seconds(self.params.watchdog_ns):g} s"
-        )
+        self._ready_logged = False
 
     # -- hooks for subclasses ---------------------------------------------------------
 
@@ -324,6 +319,15 @@ class AgentNode(Node):
     # -- the control loop ---------------------------------------------------------------
 
     def _on_control_timer(self) -> None:
+        if not self._ready_logged:  # said from the loop itself: ready means running
+            self._ready_logged = True
+            spec = self._protocol.spec
+            self.get_logger().info(
+                f"agent ready: action size {spec.size}, observation size {self.observation_size}, "
+                f"rl_timestep {ns_to_seconds(self.params.rl_timestep_ns):g} s, "
+                f"control period {ns_to_seconds(self.params.control_period_ns) * 1e3:g} ms, "
+                f"watchdog {ns_to_seconds(self.params.watchdog_ns):g} s"
+            )
         now = self.now_ns()
         self._tick_monitor.on_tick(now)
         self._control_step(now)
@@ -591,8 +595,14 @@ class AgentNode(Node):
         self._call_hook("reset_workspace", self.reset_workspace, seed, options)
 
     async def _execute_episode(self, goal_handle: ServerGoalHandle) -> Episode.Result:
-        handle = self._episodes[bytes(goal_handle.goal_id.uuid)]
-        result: Episode.Result = await handle.done
+        # The episode may be over before this runs (a reset hook failed at once): its
+        # handle stays until here, and goes once its result is out.
+        episode_id = bytes(goal_handle.goal_id.uuid)
+        handle = self._episodes[episode_id]
+        try:
+            result: Episode.Result = await handle.done
+        finally:
+            self._episodes.pop(episode_id, None)
         if result.outcome == Episode.Result.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.outcome in (Episode.Result.ENDED, Episode.Result.FINISHED):
@@ -614,7 +624,7 @@ class AgentNode(Node):
         return CancelResponse.ACCEPT
 
     def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str) -> None:
-        handle = self._episodes.pop(episode_id, None)
+        handle = self._episodes.get(episode_id)
         if handle is None or handle.done.done():
             return
         handle.done.set_result(Episode.Result(outcome=outcome, steps=steps, error=error))

@@ -63,6 +63,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     :param on_agent_lost: "raise" a typed error when the agent stops answering, or
         "truncate" the episode and wait for the agent at the next reset.
     :param agent_wait_timeout: with "truncate", how long reset() waits for an agent.
+    :param reconnect_attempt_timeout: with "truncate", seconds per reset attempt while
+        waiting (a crashed agent may look alive until DDS notices it is gone).
     :param client_options: keyword arguments for RLClient (timeouts, executor, ...).
     """
 
@@ -80,6 +82,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         duration_range: tuple[float, float] | None = None,
         on_agent_lost: AgentLostPolicy = "raise",
         agent_wait_timeout: float = 300.0,
+        reconnect_attempt_timeout: float = 5.0,
         client_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
@@ -93,6 +96,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self.duration_range = duration_range
         self.on_agent_lost = on_agent_lost
         self.agent_wait_timeout = agent_wait_timeout
+        self.reconnect_attempt_timeout = reconnect_attempt_timeout
 
         spec = self.client.action_spec
         if action_space is None:
@@ -184,17 +188,25 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         return observation, float(reward), terminated, bool(truncated and not terminated), info
 
     def _reset_when_agent_returns(self, seed: int, options: Sequence[float]) -> StepAnswer:
-        """After the agent was lost: retry the reset until an agent answers, or give up."""
+        """After the agent was lost: retry the reset until an agent answers, or give up.
+
+        A crashed agent can look alive to DDS for a while (its participant's lease has
+        to expire), so each attempt is short and the next one goes to whichever agent
+        is there by then."""
         deadline = time.monotonic() + self.agent_wait_timeout
         while True:
             remaining = deadline - time.monotonic()
+            attempt = min(self.reconnect_attempt_timeout, max(remaining, 0.1))
+            saved, self.client.reset_timeout = self.client.reset_timeout, attempt
             try:
                 self.client.connect(timeout=max(remaining, 0.0))
                 answer = self.client.reset(seed, options)
-            except (StepTimeoutError, AgentNotFoundError):
+            except (StepTimeoutError, AgentNotFoundError, AgentError):
                 if time.monotonic() >= deadline:
                     raise
                 continue
+            finally:
+                self.client.reset_timeout = saved
             self._agent_lost = False
             return answer
 

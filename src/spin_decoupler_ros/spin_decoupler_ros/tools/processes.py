@@ -53,6 +53,9 @@ def _param_text(value: Any) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_param_text(v) for v in value) + "]"
+    if isinstance(value, str):
+        # rcl reads -p values as YAML: quote strings, or "nan", "true", "1.0" change type.
+        return "'" + value.replace("'", "''") + "'"
     return str(value)
 
 

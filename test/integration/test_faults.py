@@ -1,0 +1,333 @@
+"""Faults injected for real: processes killed and frozen, hooks that raise, and a
+hand-written rogue client sending what RLClient never would. Each must end in a clear
+error, with nothing commanded from bad input and nothing left hanging."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rclpy
+from helpers import start_node
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from spin_decoupler_msgs.action import Episode
+from spin_decoupler_msgs.msg import AgentStatus, StepCommand
+from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS
+from spin_decoupler_ros.core import AgentBusyError, EpisodeEndedError, StepTimeoutError
+from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
+from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.client import init_private_context
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+NODES = Path(__file__).resolve().parents[1] / "nodes"
+FAST = {"rl_timestep": 0.05, "control_rate": 100.0, "watchdog_timeout": 0.5}
+
+
+class RogueClient:
+    """Speaks the Episode protocol by hand, with none of RLClient's checks."""
+
+    def __init__(self, client_id: str = "rogue") -> None:
+        self.context = init_private_context()
+        self.node = Node("rogue", context=self.context)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.client_id = client_id
+        self.actions = ActionClient(self.node, Episode, "episode")
+        self.commands = self.node.create_publisher(StepCommand, "step_command", COMMAND_QOS)
+        self.feedback: list[Episode.Feedback] = []
+        self.statuses: list[AgentStatus] = []
+        self.node.create_subscription(AgentStatus, "status", self.statuses.append, LATCHED_QOS)
+        self.goal: object = None
+        self._answered = 0
+        assert self.actions.wait_for_server(timeout_sec=20)
+        self.spin_until(lambda: self.commands.get_subscription_count() > 0)
+
+    def spin_until(self, condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.05)
+        return bool(condition())
+
+    def reset(self) -> bool:
+        goal = Episode.Goal(client_id=self.client_id)
+        future = self.actions.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
+        assert self.spin_until(future.done)
+        self.goal = future.result()
+        if not self.goal.accepted:  # type: ignore[attr-defined]
+            return False
+        return self.spin_until(lambda: any(f.step.seq == 0 for f in self.feedback))
+
+    def send(self, seq: int, action: list[float], kind: int = StepCommand.STEP, episode: bytes | None = None) -> None:
+        self._answered = len(self.feedback)  # answer() waits for one that comes after this
+        msg = StepCommand(kind=kind, seq=seq)
+        uuid = episode if episode is not None else bytes(self.goal.goal_id.uuid)  # type: ignore[attr-defined]
+        msg.episode_id.uuid = np.frombuffer(uuid, dtype=np.uint8)
+        msg.action = action
+        self.commands.publish(msg)
+
+    def answer(self, seq: int) -> Episode.Feedback:
+        """The answer to the last command sent (with sequence number ``seq``)."""
+
+        def fresh() -> list[Episode.Feedback]:
+            return [f for f in self.feedback[self._answered :] if f.step.seq == seq]
+
+        assert self.spin_until(lambda: bool(fresh())), f"no answer to step {seq}"
+        return fresh()[-1]
+
+    def status_mentioning(self, text: str) -> AgentStatus | None:
+        self.spin_until(lambda: any(text in s.message for s in self.statuses), timeout=5)
+        return next((s for s in reversed(self.statuses) if text in s.message), None)
+
+    def close(self) -> None:
+        self.actions.destroy()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+@pytest.fixture
+def rogue(processes: ProcessGroup, tmp_path: Path) -> Iterator[RogueClient]:
+    start_node(processes, PLANT, tmp_path, params={**FAST, "clip_actions": False})
+    client = RogueClient()
+    yield client
+    client.close()
+
+
+# -- bad goals and commands ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [
+        ([0.5, 0.5, 0.5], "action has 3 values, the agent expects 1"),
+        ([float("nan")], "action[0] is nan: actions must be finite"),
+        ([float("inf")], "action[0] is inf: actions must be finite"),
+        ([3.0], "action[0] = 3 is outside [-1, 1] and clip_actions is false"),
+    ],
+)
+def test_bad_actions_are_rejected_by_name_and_never_applied(
+    rogue: RogueClient, action: list[float], error: str
+) -> None:
+    assert rogue.reset()
+    rogue.send(1, [0.25])
+    assert rogue.answer(1).step.error == ""
+    rogue.send(2, action)
+    answer = rogue.answer(2).step
+    assert error in answer.error
+    # Not applied: the agent keeps the last good action, and goes on serving the episode.
+    rogue.send(2, [-0.5])
+    good = rogue.answer(2).step
+    assert good.error == "" and good.observation[1] == pytest.approx(-0.5)
+
+
+def test_out_of_order_and_unknown_commands_are_rejected(rogue: RogueClient) -> None:
+    assert rogue.reset()
+    rogue.send(5, [0.0])
+    assert "step seq 5 is out of order: the agent expects 1" in rogue.answer(5).step.error
+    rogue.send(1, [0.0], kind=7)
+    assert "unknown command kind 7" in rogue.answer(1).step.error
+    rogue.send(1, [0.0])
+    assert rogue.answer(1).step.error == ""
+
+
+def test_a_step_before_any_reset_is_refused_on_the_status_topic(rogue: RogueClient) -> None:
+    rogue.send(1, [0.5], episode=os.urandom(16))
+    status = rogue.status_mentioning("no episode is running")
+    assert status is not None and "send an Episode goal (reset) first" in status.message
+    assert status.rejected_commands >= 1
+    assert rogue.reset()  # and the agent still serves
+
+
+def test_a_second_client_is_refused_while_the_first_one_is_active(rogue: RogueClient) -> None:
+    assert rogue.reset()
+    rogue.send(1, [0.0])
+    rogue.answer(1)
+    with RLClient(connect_timeout=20) as second, pytest.raises(AgentBusyError, match="for client 'rogue'"):
+        second.reset()
+    rogue.send(2, [0.0])
+    assert rogue.answer(2).step.error == ""  # the first one carries on
+
+
+# -- hooks that raise ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hook", "text"),
+    [
+        ("apply_action", "apply_action raised RuntimeError: injected fault in apply_action"),
+        ("build_observation", "build_observation raised RuntimeError: injected fault in build_observation"),
+        ("wrong_size", "build_observation raised ValueError: returned 5 values, the agent declared"),
+        ("nan", "build_observation raised ValueError: observation[0] is nan"),
+        ("reset_workspace", "reset_workspace raised ValueError: injected fault in reset_workspace"),
+    ],
+)
+def test_a_failing_hook_aborts_the_episode_with_its_text_and_the_loop_survives(
+    processes: ProcessGroup, tmp_path: Path, hook: str, text: str
+) -> None:
+    processes.start(
+        NodeProcess(
+            "faulty_agent",
+            ros_args(params={**FAST, "fail_hook": hook, "fail_at_step": 0 if hook == "reset_workspace" else 3}),
+            log_path=tmp_path / "faulty.log",
+            env={"PYTHONPATH": f"{NODES}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        )
+    )
+    with RLClient(connect_timeout=30, reset_timeout=5) as client:
+        with pytest.raises(EpisodeEndedError, match="ABORTED") as failure:
+            client.reset(seed=1)
+            for _ in range(10):
+                client.step([0.5])
+        assert text in str(failure.value)
+        assert failure.value.outcome == "ABORTED"
+        # Holding now (the plant's null action), and the next episode works.
+        answer = client.reset(seed=2)
+        assert answer.seq == 0
+        assert client.step([0.2]).seq == 1
+
+
+# -- a side dies or stalls ----------------------------------------------------------
+
+
+def test_agent_killed_mid_step_ends_in_a_typed_error_within_the_timeout(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    agent = start_node(processes, PLANT, tmp_path, params=FAST)
+    with RLClient(connect_timeout=20) as client:
+        client.reset()
+        client.step([0.1])
+        agent.kill(signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(StepTimeoutError, match="did not answer within"):
+            client.step([0.1])
+        waited = time.monotonic() - started
+    # Default: the step's duration plus max(2 s, 10 RL timesteps), well under 10 s.
+    assert 2.0 < waited < 3.0
+
+
+def test_env_truncates_when_the_agent_dies_and_resumes_with_a_new_one(processes: ProcessGroup, tmp_path: Path) -> None:
+    agent = start_node(processes, PLANT, tmp_path, params=FAST, label="first_agent")
+    env = PlantTrackingEnv(
+        on_agent_lost="truncate",
+        agent_wait_timeout=60,
+        reconnect_attempt_timeout=2,
+        client_options={"connect_timeout": 20, "step_timeout_margin": 1.0},
+    )
+    try:
+        env.reset(seed=0)
+        env.step(np.array([0.5], dtype=np.float32))
+        agent.kill(signal.SIGKILL)
+        _, reward, terminated, truncated, info = env.step(np.array([0.5], dtype=np.float32))
+        assert truncated and not terminated and reward == 0.0
+        assert "did not answer" in info["truncated_reason"]
+        start_node(processes, PLANT, tmp_path, params=FAST, label="second_agent")
+        observation, info = env.reset(seed=1)  # waits for the new agent
+        assert info["seq"] == 0 and observation.shape == (4,)
+        assert env.step(np.array([0.5], dtype=np.float32))[4]["seq"] == 1
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("how", ["kill", "freeze"])
+def test_agent_holds_when_the_rl_side_dies_or_stalls_and_takes_a_new_client(
+    processes: ProcessGroup, tmp_path: Path, how: str
+) -> None:
+    start_node(processes, PLANT, tmp_path, params={**FAST, "gain": 2.0})
+    learner = processes.start(
+        NodeProcess(
+            "stepping_client",
+            ["", "1.0"],
+            log_path=tmp_path / "learner.log",
+            env={"PYTHONPATH": f"{NODES}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        )
+    )
+    assert learner.wait_for_log("stepping", 30), learner.log_text()
+    observer = RogueClient("observer")
+    try:
+        learner.kill(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+        silenced = time.monotonic()
+        status = observer.status_mentioning("(watchdog): holding position")
+        assert status is not None and status.state == AgentStatus.HOLDING
+        assert time.monotonic() - silenced < 0.5 + 1.0  # watchdog 0.5 s, and the news takes a moment
+        # A new client takes over; the plant holds (u = 0: x relaxes towards 0).
+        with RLClient(connect_timeout=20) as client:
+            start = client.reset(seed=3)
+            assert start.observation[1] == 0.0
+            assert client.step([0.0]).seq == 1
+    finally:
+        observer.close()
+        learner.kill(signal.SIGCONT)
+
+
+# -- isolation ----------------------------------------------------------------------
+
+
+def test_two_pipelines_in_one_domain_under_different_namespaces_never_cross_talk(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    start_node(processes, PLANT, tmp_path, namespace="/left", params={**FAST, "gain": 2.0}, label="left")
+    start_node(processes, PLANT, tmp_path, namespace="/right", params={**FAST, "gain": -2.0}, label="right")
+    with RLClient("/left", connect_timeout=20) as left, RLClient("/right", connect_timeout=20) as right:
+        left.reset(options=[0.0])
+        right.reset(options=[0.0])
+        for _ in range(10):  # interleaved, both at once
+            x_left = left.step([1.0]).observation[0]
+            x_right = right.step([1.0]).observation[0]
+        assert x_left > 0.5 and x_right < -0.5  # each drove its own plant only
+
+
+def test_two_pipelines_in_different_domains_never_cross_talk(tmp_path: Path) -> None:
+    from helpers import isolated_ros_environment
+
+    domains = [isolated_ros_environment(), isolated_ros_environment()]
+    groups = [ProcessGroup(), ProcessGroup()]
+    try:
+        for group, domain, gain in zip(groups, domains, (2.0, -2.0), strict=True):
+            process = group.start(
+                NodeProcess(
+                    PLANT, ros_args(params={**FAST, "gain": gain}), log_path=tmp_path / f"{gain}.log", env=domain
+                )
+            )
+            assert process.wait_for_log("agent ready", 30)
+        xs = []
+        for domain in domains:
+            previous = {k: os.environ.get(k) for k in domain}
+            os.environ.update(domain)
+            try:
+                with RLClient(connect_timeout=20) as client:
+                    client.reset(options=[0.0])
+                    xs.append([client.step([1.0]).observation[0] for _ in range(8)][-1])
+                    # Exactly one agent answers in this domain.
+                    assert client.node.count_publishers(client.channel.status_topic) == 1
+            finally:
+                for key, value in previous.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+        assert xs[0] > 0.5 and xs[1] < -0.5
+    finally:
+        for group in groups:
+            group.stop()
+
+
+def test_no_process_deserialises_pickled_data() -> None:
+    """Data between processes is typed ROS 2 messages; nothing loads pickles."""
+    root = Path(__file__).resolve().parents[2] / "src"
+    offenders = [
+        str(path)
+        for path in root.rglob("*.py")
+        if any(word in path.read_text() for word in ("import pickle", "pickle.loads", "cloudpickle", "marshal.loads"))
+    ]
+    assert offenders == []
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
