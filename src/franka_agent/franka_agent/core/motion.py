@@ -26,6 +26,7 @@ from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
 
 ACTION_MODES = ("ee_delta", "joint_delta")
+FOLLOW_GAIN = 20.0  # 1/s: how fast the joints close a gap to the IK solution (50 ms)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,16 @@ class ReferenceGenerator:
         return np.sqrt(np.maximum(radicand, 0.0)) - a * dt
 
 
+def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
+    """The largest factor <= 1 that brings every element of ``vector`` within ``limit``
+    (elements that are zero constrain nothing)."""
+    magnitude = np.abs(vector)
+    moving = magnitude > 1e-12
+    if not np.any(moving):
+        return 1.0
+    return min(1.0, float(np.min(limit[moving] / magnitude[moving])))
+
+
 def solve_ik(
     kinematics: PandaKinematics,
     q_from: np.ndarray,
@@ -207,16 +218,18 @@ def solve_ik(
     limits: MotionLimits,
     damping: float = 0.05,
     iterations: int = 1,
+    posture: np.ndarray = panda.HOME,
+    posture_gain: float = 0.05,
 ) -> np.ndarray:
     """Joints near ``q_from`` that move the TCP towards ``target``: damped least squares,
-    with a null-space pull towards the home posture, clipped to the joint limits."""
+    with a null-space pull towards ``posture``, clipped to the joint limits."""
     q = q_from.copy()
     for _ in range(iterations):
         position, jacobian = kinematics.tcp_and_jacobian(q)
         jjt = jacobian @ jacobian.T + (damping**2) * np.eye(3)
         pseudo_inverse = jacobian.T @ np.linalg.inv(jjt)
         null_space = np.eye(panda.DOF) - pseudo_inverse @ jacobian
-        q = q + pseudo_inverse @ (target - position) + 0.05 * null_space @ (panda.HOME - q)
+        q = q + pseudo_inverse @ (target - position) + posture_gain * null_space @ (posture - q)
         q = np.clip(q, limits.lower, limits.upper)
     return q
 
@@ -263,6 +276,7 @@ class ArmMotion:
         self.limits = limits
         self.box = box
         self.goal_box = box.shrunk(box_margin)
+        self._guard_box = box.shrunk(min(0.001, box_margin / 2))
         self.max_ee_step = max_ee_step
         self.max_joint_step = max_joint_step
         self.kinematics = kinematics or PandaKinematics()
@@ -274,7 +288,9 @@ class ArmMotion:
         self._ik = self.joints.q.copy()
         self.cartesian_active = False  # joint goals come from the Cartesian reference
         self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
-        self._final_goal: np.ndarray | None = None  # move_home's second phase
+        self._final_goal: np.ndarray | None = None  # where move_home ends
+        self._phase = ""  # move_home: "hand", then "posture", then a plain joint move
+        self._phase_ticks = 0
         self._risk: float | None = None
 
     @property
@@ -313,13 +329,15 @@ class ArmMotion:
         """Go to a joint configuration (a joint action)."""
         self.cartesian_active = False
         self._final_goal = None
+        self._phase = ""
         self.joints.set_goal(goal)
 
     def move_home(self, goal: np.ndarray) -> None:
-        """Go to a start configuration from anywhere in the box: first the hand, in a
-        straight line to where ``goal`` puts it (the IK's null space drawing the arm
-        towards home posture), then the joints the rest of the way. A direct joint move
-        could swing the hand out of the box, where the guard would stop it for good."""
+        """Go to a start configuration from anywhere in the box, in three phases: the
+        hand, in a straight line to where ``goal`` puts it; then, the hand held there,
+        the arm's posture through the IK's null space towards ``goal``; then the joints
+        the rest of the way. A direct joint move could swing the hand out of the box,
+        where the guard would stop it for good."""
         goal = np.clip(goal, self.limits.lower, self.limits.upper)
         target = self.goal_box.clip(self.kinematics.tcp(goal))
         if np.linalg.norm(target - self.kinematics.tcp(self.joints.q)) < 0.02:
@@ -330,6 +348,8 @@ class ArmMotion:
             self.cartesian_active = True
         self.cartesian.set_goal(target)
         self._final_goal = goal
+        self._phase = "hand"
+        self._phase_ticks = 0
 
     def stop(self) -> None:
         """Brake within the limits and hold."""
@@ -356,8 +376,8 @@ class ArmMotion:
     # -- advancing ----------------------------------------------------------------------
 
     def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        if self._final_goal is not None and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
-            self.move_joints(self._final_goal)  # the hand is there: now the joints
+        if self._final_goal is not None:
+            self._advance_move_home()
         state, braked = self._advance(self._state(), dt)
         self.guard_brakes += braked
         self._risk = state.risk
@@ -377,6 +397,15 @@ class ArmMotion:
             points.append((state.q, state.v))
         return points
 
+    def _advance_move_home(self) -> None:
+        goal = self._final_goal
+        assert goal is not None
+        self._phase_ticks += 1
+        if self._phase == "hand" and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
+            self._phase, self._phase_ticks = "posture", 0
+        elif self._phase == "posture" and (np.max(np.abs(self.joints.q - goal)) < 0.05 or self._phase_ticks > 1000):
+            self.move_joints(goal)  # close enough (or as close as the null space gets): the joints
+
     def _state(self) -> _State:
         if self._risk is None:
             self._risk = self._box_risk(self.joints.q, self.joints.v)
@@ -387,9 +416,13 @@ class ArmMotion:
         goal = self.joints.goal
         if self.cartesian_active:
             x, xv = self.cartesian.advance(x, xv, dt)
-            ik = solve_ik(self.kinematics, ik, x, self.limits)
-            goal = ik
-        q, v = self._joint_step(state.q, state.v, goal, dt)
+            if self._phase == "posture" and self._final_goal is not None:
+                ik = solve_ik(self.kinematics, ik, x, self.limits, posture=self._final_goal, posture_gain=0.02)
+            else:
+                ik = solve_ik(self.kinematics, ik, x, self.limits)
+            q, v = self._follow_ik(state.q, state.v, ik, state.ik, dt)
+        else:
+            q, v = self._joint_step(state.q, state.v, goal, dt)
         risk = self._box_risk(q, v)
         if risk <= max(state.risk, 0.0) + 1e-5:
             return _State(q, v, x, xv, ik, risk), False
@@ -397,6 +430,28 @@ class ArmMotion:
         a = self.limits.acceleration
         q, v = self._joint_step(state.q, state.v, state.q + state.v * np.abs(state.v) / (2 * a), dt)
         return _State(q, v, self.kinematics.tcp(q), np.zeros(3), q, self._box_risk(q, v)), True
+
+    def _follow_ik(
+        self, q: np.ndarray, v: np.ndarray, ik: np.ndarray, ik_before: np.ndarray, dt: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Move the joints with the IK solution, so the hand follows the straight Cartesian
+        reference: the solution's own velocity (feedforward) plus a gentle pull onto it,
+        the whole velocity (and its change) scaled down together to the joint limits so
+        its direction is kept; only next to a position limit is a joint capped on its own
+        (the braking rule of ``ReferenceGenerator``)."""
+        limits = self.limits
+        a = limits.acceleration
+        desired = (ik - ik_before) / dt + FOLLOW_GAIN * (ik - q)
+        desired *= _uniform_scale(limits.velocity, desired)
+        change = desired - v
+        change *= _uniform_scale(a * dt, change)
+        new_v = v + change
+        upper = ReferenceGenerator._stoppable(limits.upper - q, v, a, dt)
+        lower = ReferenceGenerator._stoppable(q - limits.lower, -v, a, dt)
+        capped = np.clip(new_v, -lower, upper)
+        new_v = v + np.clip(capped - v, -a * dt, a * dt)
+        new_q = q + 0.5 * (v + new_v) * dt
+        return np.clip(new_q, limits.lower, limits.upper), np.clip(new_v, -limits.velocity, limits.velocity)
 
     def _joint_step(self, q: np.ndarray, v: np.ndarray, goal: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         saved, self.joints.goal = self.joints.goal, np.clip(goal, self.limits.lower, self.limits.upper)
@@ -406,14 +461,21 @@ class ArmMotion:
             self.joints.goal = saved
 
     def _box_risk(self, q: np.ndarray, v: np.ndarray) -> float:
-        """How far outside the box the TCP could end up if the joints braked now (m; <= 0
-        is safe): its excess now plus a bound on how far it moves while they stop (each
-        joint turns by v^2 / 2a, moving the TCP by at most that times its distance from
-        the joint's axis, with 20% to spare for the arm changing shape meanwhile)."""
-        tcp, distances = self.kinematics.axis_distances(q)
-        reach = float(distances @ (v * v / (2.0 * self.limits.acceleration)))
-        inside = float(np.min(np.minimum(tcp - self.box.low, self.box.high - tcp).clip(min=0.0)))
-        return self.box.excess(tcp) - inside + 1.2 * reach
+        """How far outside the box the TCP would get if the joints braked now (m; negative:
+        how far inside it stays). Braking carries each joint on by v|v| / 2a; the TCP is
+        checked at five points along that (the arc between them sags under 0.5 mm)."""
+        travel = v * np.abs(v) / (2.0 * self.limits.acceleration)
+        if not np.any(travel):
+            return self._signed_distance(q)
+        return max(self._signed_distance(q + s * travel) for s in (0.0, 0.25, 0.5, 0.75, 1.0))
+
+    def _signed_distance(self, q: np.ndarray) -> float:
+        """Signed distance of the TCP outside the guard box: the workspace box less a
+        millimetre, so the sampled braking arc never costs the real box anything."""
+        box = self._guard_box
+        tcp = self.kinematics.tcp(q)
+        inside = float(np.min(np.minimum(tcp - box.low, box.high - tcp).clip(min=0.0)))
+        return box.excess(tcp) - inside
 
     def _follow_joints(self) -> None:
         """Put the Cartesian reference (and IK seed) where the joint reference is, at rest."""
