@@ -78,7 +78,7 @@ def test_the_arm_moves_in_the_commanded_direction(panda_client: RLClient, axis: 
     start = panda_client.reset(seed=0).observation[TCP]
     action = np.zeros(3)
     action[axis] = sign
-    for _ in range(8):
+    for _ in range(10):
         tcp = panda_client.step(action).observation[TCP]
     moved = tcp - start
     assert moved[axis] * sign > 0.08, moved
