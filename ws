@@ -51,7 +51,7 @@ install_requirements() {
   for f in "${files[@]}"; do args+=(-r "$f"); done
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${args[@]}" \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
-  [ "$MODE" = wheels ] && fix_wheel_cmake_paths
+  if [ "$MODE" = wheels ]; then fix_wheel_cmake_paths; fi
   echo "$want" > "$stamp"
 }
 
@@ -61,7 +61,8 @@ fix_wheel_cmake_paths() {
   local py_include np_include
   py_include=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   np_include=$("$VENV/bin/python" -c 'import numpy; print(numpy.get_include())')
-  grep -rlZ --include='*.cmake' '/opt/python/cp311-cp311' "$VENV/share" 2>/dev/null \
+  # (grep finds nothing once they are fixed: that is not an error)
+  { grep -rlZ --include='*.cmake' '/opt/python/cp311-cp311' "$VENV/share" 2>/dev/null || true; } \
     | xargs -0 -r sed -i \
       -e "s#/opt/python/cp311-cp311/include/python3.11#$py_include#g" \
       -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$np_include#g"

@@ -150,7 +150,7 @@ def test_a_second_client_is_refused_while_the_first_one_is_active(rogue: RogueCl
     assert rogue.reset()
     rogue.send(1, [0.0])
     rogue.answer(1)
-    with RLClient(connect_timeout=20) as second, pytest.raises(AgentBusyError, match="for client 'rogue'"):
+    with RLClient(connect_timeout=20) as second, pytest.raises(AgentBusyError, match="client 'rogue'"):
         second.reset()
     rogue.send(2, [0.0])
     assert rogue.answer(2).step.error == ""  # the first one carries on
