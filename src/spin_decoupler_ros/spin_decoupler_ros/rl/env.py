@@ -58,6 +58,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     :param client: an existing RLClient to use (then ``agent_namespace`` and
         ``client_options`` are ignored); the env closes it on ``close()``.
     :param max_episode_steps: truncate after this many steps (None: never).
+    :param action_space: the env's action space; a Box must match the agent's size,
+        another space needs ``agent_action`` to map its actions to the agent's vector.
     :param step_duration: seconds each step's action runs (None: the agent's rl_timestep).
     :param duration_range: (min, max) seconds to let the policy choose the duration.
     :param on_agent_lost: "raise" a typed error when the agent stops answering, or
@@ -76,7 +78,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         *,
         client: RLClient | None = None,
         observation_space: spaces.Box | None = None,
-        action_space: spaces.Box | None = None,
+        action_space: spaces.Space | None = None,
         max_episode_steps: int | None = None,
         step_duration: float | None = None,
         duration_range: tuple[float, float] | None = None,
@@ -105,7 +107,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
                 low, high = np.append(low, np.float32(-1.0)), np.append(high, np.float32(1.0))
             action_space = spaces.Box(low, high, dtype=np.float32)
         expected = spec.size + (1 if duration_range else 0)
-        if action_space.shape != (expected,):
+        if isinstance(action_space, spaces.Box) and action_space.shape != (expected,):
             raise ValueError(
                 f"action_space has shape {action_space.shape}, but the agent takes {spec.size} values"
                 + (" plus one for the duration" if duration_range else "")
@@ -128,6 +130,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
 
     # -- hooks for tasks ----------------------------------------------------------------
 
+    def agent_action(self, action: Any) -> np.ndarray:
+        """The agent's action vector for an env action (override for non-Box spaces, e.g.
+        a Discrete choice sent as one number)."""
+        return np.asarray(action, dtype=np.float64).reshape(-1)
+
     def new_episode(self) -> Sequence[float]:
         """Begin an episode on the RL side (draw targets from ``self.np_random`` here) and
         return the reset options to send to the agent. Called after seeding."""
@@ -141,6 +148,10 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         return float(answer.agent_reward) if answer.agent_reward is not None else 0.0
 
     def is_terminated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
+        return False
+
+    def is_truncated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
+        """Whether the episode hit a task time limit (besides ``max_episode_steps``)."""
         return False
 
     def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:
@@ -166,9 +177,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._last_observation = observation
         return observation, answer.info()
 
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        action = np.asarray(action, dtype=np.float64).reshape(-1)
-        agent_action, duration = self.split_action(action)
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        agent_action, duration = self.split_action(self.agent_action(action))
         try:
             answer = self.client.step(agent_action, duration)
         except (StepTimeoutError, AgentError) as exc:
@@ -181,7 +191,9 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._last_observation = observation
         reward = self.task_reward(observation, agent_action, answer)
         terminated = bool(self.is_terminated(observation, answer))
-        truncated = self.max_episode_steps is not None and self._steps >= self.max_episode_steps
+        truncated = self.is_truncated(observation, answer) or (
+            self.max_episode_steps is not None and self._steps >= self.max_episode_steps
+        )
         info = answer.info()
         info["requested_duration"] = duration if duration else self.client.rl_timestep
         info.update(self.step_info(observation, answer))

@@ -1,4 +1,4 @@
-"""launch/first_order_plant.launch.py under launch_pytest.
+"""The examples' launch files (first_order_plant, lunar_lander) under launch_pytest.
 
 Skipped where ROS 2 launch is not installed (the PyPI-wheel set-up); everything it
 checks is also checked without launch by test/integration/test_examples.py, which
@@ -21,7 +21,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 
 from launch import LaunchDescription  # noqa: E402
 
-LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "first_order_plant.launch.py"
+LAUNCH_DIR = Path(__file__).resolve().parents[2] / "launch"
 
 
 @pytest.fixture
@@ -29,30 +29,53 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-@launch_pytest.fixture
-def plant_launch(run_dir: Path) -> LaunchDescription:
+def example_launch(example: str, total_timesteps: int, run_dir: Path) -> LaunchDescription:
     isolation = [SetEnvironmentVariable(k, v) for k, v in isolated_ros_environment().items()]
     return LaunchDescription(
         [
             *isolation,
             IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(str(LAUNCH_FILE)),
-                launch_arguments={"total_timesteps": "400", "run_dir": str(run_dir)}.items(),
+                PythonLaunchDescriptionSource(str(LAUNCH_DIR / f"{example}.launch.py")),
+                launch_arguments={"total_timesteps": str(total_timesteps), "run_dir": str(run_dir)}.items(),
             ),
             launch_pytest.actions.ReadyToTest(),
         ]
     )
 
 
+def wait_for(path: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return path.exists()
+
+
+@launch_pytest.fixture
+def plant_launch(run_dir: Path) -> LaunchDescription:
+    return example_launch("first_order_plant", 400, run_dir)
+
+
+@launch_pytest.fixture
+def lander_launch(run_dir: Path) -> LaunchDescription:
+    return example_launch("lunar_lander", 1024, run_dir)
+
+
 @pytest.mark.launch(fixture=plant_launch)
 def test_launch_trains_and_reports_tracking_error(run_dir: Path):  # type: ignore[no-untyped-def]
     results = run_dir / "results.json"
-    deadline = time.monotonic() + 240
-    while not results.exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert results.exists(), "the trainer never wrote its results"
+    assert wait_for(results, 240), "the trainer never wrote its results"
     yield
     # After launch shut down (it does when the trainer exits):
     figures = json.loads(results.read_text())
     assert figures["total_timesteps"] == 400
     assert figures["mean_tracking_error"] < figures["zero_action_tracking_error"]
+
+
+@pytest.mark.launch(fixture=lander_launch)
+def test_lunar_lander_launch_trains_and_reports_the_mean_return(run_dir: Path):  # type: ignore[no-untyped-def]
+    results = run_dir / "results.json"
+    assert wait_for(results, 240), "the trainer never wrote its results"
+    yield
+    figures = json.loads(results.read_text())
+    assert figures["total_timesteps"] == 1024 and figures["eval_episodes"] == 10
+    assert -1000.0 < figures["mean_return"] < 400.0
