@@ -18,6 +18,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from franka_agent.robots import robot_namespaces, robot_remaps
 from launch import LaunchDescription
 
 
@@ -31,31 +32,44 @@ def _require_robot_ip(context: LaunchContext) -> list[object]:
 def _nodes(context: LaunchContext) -> list[Node]:
     mock = LaunchConfiguration("use_mock_hardware").perform(context).lower() == "true"
     config = LaunchConfiguration("config").perform(context)
+    count = int(LaunchConfiguration("num_agents").perform(context))
+    if count > 1 and not mock:
+        raise RuntimeError("num_agents > 1 needs use_mock_hardware:=true (one launch per real robot, each namespaced)")
     agent_overrides: dict[str, object] = {"use_sim_time": mock}
     for name in ("rl_timestep", "control_rate"):
         value = LaunchConfiguration(name).perform(context)
         if value:
             agent_overrides[name] = float(value)
-    nodes = [
-        Node(
-            package="franka_agent",
-            executable="panda_agent",
-            name="panda_agent",
-            namespace=LaunchConfiguration("namespace"),
-            parameters=[config, agent_overrides],
-            output="screen",
-        )
-    ]
-    if mock:
+    mock_overrides = {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}
+    # One robot: the agent in `namespace`, franka_ros2's topic names. Several mocks:
+    # robot i and its agent in /panda<i>, every robot topic (and /clock) remapped there.
+    namespaces = robot_namespaces(count) if count > 1 else [LaunchConfiguration("namespace").perform(context)]
+    nodes = []
+    for namespace in namespaces:
+        remappings = list(robot_remaps(namespace).items()) if count > 1 else []
         nodes.append(
             Node(
                 package="franka_agent",
-                executable="mock_hardware",
-                name="mock_hardware",
-                parameters=[config, {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}],
+                executable="panda_agent",
+                name="panda_agent",
+                namespace=namespace,
+                parameters=[config, agent_overrides],
+                remappings=remappings,
                 output="screen",
             )
         )
+        if mock:
+            nodes.append(
+                Node(
+                    package="franka_agent",
+                    executable="mock_hardware",
+                    name="mock_hardware",
+                    namespace=namespace if count > 1 else "",
+                    parameters=[config, mock_overrides],
+                    remappings=remappings,
+                    output="screen",
+                )
+            )
     return nodes
 
 
@@ -82,6 +96,11 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "namespace", default_value="", description="the agent's namespace (e.g. /panda0 for several agents)"
+            ),
+            DeclareLaunchArgument(
+                "num_agents",
+                default_value="1",
+                description="mock only: this many mock Pandas and agents, in /panda0, /panda1, ...",
             ),
             DeclareLaunchArgument(
                 "rl_timestep", default_value="", description="seconds per RL step (empty: the config's)"

@@ -15,7 +15,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 
-_OVERRIDES = {"total_timesteps": int, "algorithm": str, "seed": int, "run_dir": str}
+_OVERRIDES = {"total_timesteps": int, "algorithm": str, "seed": int, "run_dir": str, "num_agents": int}
 
 
 def _trainer(context: LaunchContext) -> list[object]:
@@ -49,6 +49,11 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "total_timesteps", default_value="", description="training steps (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "num_agents",
+                default_value="",
+                description="agents to train on at once, in /panda0, /panda1, ... (empty: the config's, 1)",
             ),
             DeclareLaunchArgument("algorithm", default_value="", description="sac or td3 (empty: the config's)"),
             DeclareLaunchArgument("seed", default_value="", description="seed (empty: the config's)"),

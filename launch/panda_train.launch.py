@@ -28,6 +28,7 @@ _ARGUMENTS = {
     "seed": ("", "seed (empty: the config's)"),
     "run_dir": ("", "run folder (empty: the config's)"),
     "namespace": ("", "namespace of the agent and the trainer"),
+    "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
 }
 
 
@@ -60,7 +61,10 @@ def generate_launch_description() -> LaunchDescription:
             "rl_timestep",
             "control_rate",
             "sim_speed",
+            "num_agents",
         ),
     )
-    rl_side = include("panda_rl.launch.py", ("config", "namespace", "total_timesteps", "algorithm", "seed", "run_dir"))
+    rl_side = include(
+        "panda_rl.launch.py", ("config", "namespace", "total_timesteps", "algorithm", "seed", "run_dir", "num_agents")
+    )
     return LaunchDescription([*declared, config, agent_side, rl_side])

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from franka_agent.robots import start_mock_robots
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -37,6 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--algorithm", choices=("sac", "td3"), help="default: the config's")
     parser.add_argument("--seed", type=int, help="default: the config's")
     parser.add_argument("--eval-episodes", type=int, help="default: the config's")
+    parser.add_argument(
+        "--num-agents", type=int, default=1, help="mock Pandas and agents to train on at once (/panda0...)"
+    )
     parser.add_argument("--run-dir", help="run folder (default: runs/panda_reach/<date-time>)")
     parser.add_argument(
         "--use-mock-hardware",
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     # Everything runs on this machine: keep discovery local unless told otherwise.
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
-    agent_params: dict[str, object] = {"use_sim_time": True}
+    agent_params: dict[str, object] = {}
     if args.rl_timestep is not None:
         agent_params["rl_timestep"] = args.rl_timestep
     if args.control_rate is not None:
@@ -79,27 +83,15 @@ def main(argv: list[str] | None = None) -> int:
 
     speed = "flat out, in lockstep with the agent" if args.sim_speed == 0 else f"{args.sim_speed:g}x real time"
     print(f"main job: Panda reach on the MuJoCo mock ({speed}); run folder {run_dir}", flush=True)
+    trainer_params["num_agents"] = args.num_agents
     with ProcessGroup() as group:
-        mock = group.start(
-            NodeProcess(
-                "franka_agent.mock.mock_hardware_node",
-                ros_args(params_files=[config], params={"speed_factor": args.sim_speed}),
-                log_path=run_dir / "mock_hardware.log",
-                label="mock_hardware",
+        try:
+            start_mock_robots(
+                group, config, args.num_agents, sim_speed=args.sim_speed, log_dir=run_dir, agent_params=agent_params
             )
-        )
-        agent = group.start(
-            NodeProcess(
-                "franka_agent.panda_agent_node",
-                ros_args(params_files=[config], params=agent_params),
-                log_path=run_dir / "panda_agent.log",
-                label="panda_agent",
-            )
-        )
-        for process, text in ((mock, "mock Panda ready"), (agent, "agent ready")):
-            if not process.wait_for_log(text, timeout=60):
-                print(f"{process.name} did not start; its log:\n{process.log_text()}", file=sys.stderr)
-                return 1
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
         trainer = NodeProcess(
             "franka_agent.train",
             ros_args(params_files=[config], params=trainer_params),

@@ -22,9 +22,11 @@ import numpy as np
 from rclpy.node import Node
 
 from franka_agent.reach_task import PandaReachEnv
+from franka_agent.robots import robot_namespaces
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.client import RLNode
 
 NODE_NAME = "panda_trainer"
 ALGORITHMS = ("sac", "td3")
@@ -69,7 +71,7 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
     return values
 
 
-def make_model(algorithm: str, env: PandaReachEnv, hyper: dict[str, Any], seed: int) -> Any:
+def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int) -> Any:
     from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
 
@@ -95,10 +97,13 @@ def make_model(algorithm: str, env: PandaReachEnv, hyper: dict[str, Any], seed: 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv if argv is None else argv
-    client = RLClient(node_name=NODE_NAME, ros_args=argv, connect=False, parameter_services=True)
-    node = client.node
+    rl_node = RLNode(NODE_NAME, argv, parameter_services=True)
+    node = rl_node.node
     log = node.get_logger()
     try:
+        num_agents = declare_int(
+            node, "num_agents", 1, "agents to train on at once (namespaces /panda0...; 1: the root)", low=1, high=64
+        )
         algorithm = declare_str(node, "algorithm", "sac", "SB3 algorithm", choices=ALGORITHMS)
         hyper = declare_hyperparameters(node, algorithm)
         total_timesteps = declare_int(node, "total_timesteps", 10000, "training steps", low=1)
@@ -118,12 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = Path(declare_str(node, "run_dir", "runs/panda_reach", "where the run folder goes"))
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
-        client.close()
+        rl_node.close()
         return 2
-    client.connect(timeout=60.0)
 
     import torch
     from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import VecMonitor
 
     from spin_decoupler_ros.rl.training import (
         ProgressCallback,
@@ -132,19 +137,37 @@ def main(argv: list[str] | None = None) -> int:
         plot_learning_curve,
         run_episodes,
     )
+    from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
 
     torch.set_num_threads(torch_threads)
     run_dir.mkdir(parents=True, exist_ok=True)
-    env = PandaReachEnv(
-        client=client,
-        target_low=target_low,
-        target_high=target_high,
-        success_distance=success_distance,
-        reward_per_metre=reward_per_metre,
-        max_episode_steps=episode_steps,
-    )
+
+    def make_env(client: RLClient) -> PandaReachEnv:
+        return PandaReachEnv(
+            client=client,
+            target_low=target_low,
+            target_high=target_high,
+            success_distance=success_distance,
+            reward_per_metre=reward_per_metre,
+            max_episode_steps=episode_steps,
+        )
+
+    # One agent: a plain env. Several: one VecEnv stepping them all at once; the first
+    # agent's env does the evaluation.
+    namespaces = robot_namespaces(num_agents)
+    if num_agents == 1:
+        client = RLClient(namespaces[0], rl_node=rl_node, connect=False)
+        client.connect(timeout=60.0)
+        env = make_env(client)
+        train_env: Any = Monitor(env)
+        closing: Any = env
+    else:
+        vec_env = DecoupledVecEnv(make_env, namespaces, rl_node=rl_node, connect_timeout=60.0)
+        env, train_env, closing = vec_env.envs[0], VecMonitor(vec_env), vec_env
+        client = env.client
+        log.info(f"{num_agents} agents: {', '.join(namespaces)}")
     try:
-        model = make_model(algorithm, Monitor(env), hyper, seed)
+        model = make_model(algorithm, train_env, hyper, seed)
         steps = StepLogCallback(run_dir / "steps.csv", extra_fields=("distance", "is_success"))
         progress = ProgressCallback(total_timesteps, steps, every=progress_every)
         log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
@@ -184,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             if lats.size
             else {},
             "requested_duration_s": client.rl_timestep,
+            "num_agents": num_agents,
             "hyperparameters": hyper,
             "seed": seed,
         }
@@ -195,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     finally:
-        env.close()
+        closing.close()
+        rl_node.close()
     return 0
 
 

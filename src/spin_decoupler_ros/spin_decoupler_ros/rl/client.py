@@ -44,6 +44,34 @@ def init_private_context(args: Sequence[str] | None = None) -> Context:
     return context
 
 
+class RLNode:
+    """The RL side's private rclpy context, node and executor. One RLClient owns one by
+    default; a VecEnv's clients share one, so N agents cost one executor.
+
+    :param ros_args: command-line arguments whose ``--ros-args`` part configures the node.
+    """
+
+    def __init__(
+        self, node_name: str = "rl_client", ros_args: Sequence[str] | None = None, parameter_services: bool = False
+    ) -> None:
+        self.context = init_private_context(ros_args)
+        self.node = Node(node_name, context=self.context, start_parameter_services=parameter_services)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def spin_once(self, timeout: float) -> None:
+        """Run at most one ready callback, waiting up to ``timeout`` s for one."""
+        self.executor.spin_once(timeout_sec=max(timeout, 0.0))
+
+    def ok(self) -> bool:
+        return self.context.ok()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
 class RLClient:
     """The RL side of one agent.
 
@@ -65,6 +93,9 @@ class RLClient:
         private node: e.g. ``["--ros-args", "-r", "__ns:=/plant"]`` puts it in the agent's
         namespace, so the agent's relative names resolve without ``agent_namespace``.
     :param connect: connect in the constructor (else call ``connect()``).
+    :param rl_node: an RLNode to share with other clients (then ``node_name``,
+        ``parameter_services`` and ``ros_args`` are its own business); closing this client
+        leaves it open.
     """
 
     def __init__(
@@ -79,15 +110,15 @@ class RLClient:
         busy_wait: float = 0.001,
         ros_args: Sequence[str] | None = None,
         connect: bool = True,
+        rl_node: RLNode | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout
         self.reset_timeout = reset_timeout
         self.step_timeout_margin = step_timeout_margin
         self.busy_wait = max(0.0, busy_wait)
-        self._context = init_private_context(ros_args)
-        self.node = Node(node_name, context=self._context, start_parameter_services=parameter_services)
-        self._executor = SingleThreadedExecutor(context=self._context)
-        self._executor.add_node(self.node)
+        self._owns_rl_node = rl_node is None
+        self.rl_node = rl_node or RLNode(node_name, ros_args, parameter_services)
+        self.node = self.rl_node.node
         self.channel = AgentChannel(self.node, agent_namespace)
         self._closed = False
         if connect:
@@ -110,7 +141,7 @@ class RLClient:
                     "Is the agent node running, in the same ROS_DOMAIN_ID and namespace, with the same "
                     "discovery range (ROS_AUTOMATIC_DISCOVERY_RANGE / ROS_LOCALHOST_ONLY)?"
                 )
-            self._executor.spin_once(timeout_sec=min(remaining, 0.05))
+            self.rl_node.spin_once(min(remaining, 0.05))
         assert self.channel.description is not None
         return self.channel.description
 
@@ -150,7 +181,7 @@ class RLClient:
         """
         self.channel.send_step(action, duration)
         due_in = duration if duration else self.rl_timestep
-        return self._wait(self._step_timeout(duration), f"step {self.channel.seq}", due_in)
+        return self._wait(self.step_timeout(duration), f"step {self.channel.seq}", due_in)
 
     def finish(self, timeout: float = 5.0) -> None:
         """End the experiment: the agent ends the episode and holds. Idempotent."""
@@ -159,9 +190,10 @@ class RLClient:
             return
         deadline = time.monotonic() + timeout
         while not future.done() and time.monotonic() < deadline:
-            self._executor.spin_once(timeout_sec=0.05)
+            self.rl_node.spin_once(0.05)
 
-    def _step_timeout(self, duration: float | None) -> float:
+    def step_timeout(self, duration: float | None) -> float:
+        """Seconds to wait for a step of ``duration`` (None: the RL timestep) to be answered."""
         timestep = self.rl_timestep
         margin = self.step_timeout_margin
         if margin is None:
@@ -181,17 +213,21 @@ class RLClient:
                 return answer
             now = time.monotonic()
             if poll_from <= now < poll_until:
-                self._executor.spin_once(timeout_sec=0)  # poll: the answer is due any moment
+                self.rl_node.spin_once(0.0)  # poll: the answer is due any moment
                 continue
             remaining = deadline - now
             if remaining <= 0:
-                waiting = self.channel.waiting_for()
-                self.channel.cancel_wait()
-                raise StepTimeoutError(
-                    f"{what}: agent '{self.channel.agent_name}' did not answer within {timeout:.3g} s "
-                    f"(waiting for {waiting}); {self._liveness()}"
-                )
-            self._executor.spin_once(timeout_sec=poll_from - now if now < poll_from else remaining)
+                raise self.timed_out(what, timeout)
+            self.rl_node.spin_once(poll_from - now if now < poll_from else remaining)
+
+    def timed_out(self, what: str, timeout: float) -> StepTimeoutError:
+        """Give up the outstanding wait; the error that says what was awaited and why."""
+        waiting = self.channel.waiting_for()
+        self.channel.cancel_wait()
+        return StepTimeoutError(
+            f"{what}: agent '{self.channel.agent_name}' did not answer within {timeout:.3g} s "
+            f"(waiting for {waiting}); {self._liveness()}"
+        )
 
     def _liveness(self) -> str:
         status = self.channel.status
@@ -230,13 +266,12 @@ class RLClient:
             return
         self._closed = True
         try:
-            if self._context.ok():
+            if self.rl_node.ok():
                 self.finish(timeout=1.0)
         finally:
             self.channel.destroy()
-            self._executor.shutdown()
-            self.node.destroy_node()
-            self._context.try_shutdown()
+            if self._owns_rl_node:
+                self.rl_node.close()
 
     def __enter__(self) -> RLClient:
         return self

@@ -51,7 +51,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ``seq``, ``lat`` (previous action's measured duration, s), ``ato`` (agent time of
     the observation, s), ``duration`` (how long this action ran), ``hold``,
     ``wall_time`` (RL wall clock), ``round_trip``, ``clock_offset`` (agent clock minus
-    RL clock, s), ``agent_reward``, ``requested_duration`` (what this step asked for, s).
+    RL clock, s), ``agent_reward``, ``requested_duration`` (what this step asked for, s),
+    ``agent`` (the agent's namespace).
 
     ## Arguments
     :param agent_namespace: namespace of the agent node ("" or e.g. "/panda0").
@@ -163,22 +164,15 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        agent_seed = int(self.np_random.integers(0, 2**31 - 1))
-        reset_options = self.new_episode()
-        if options and "agent_options" in options:
-            reset_options = options["agent_options"]
+        agent_seed, reset_options = self.prepare_reset(seed, options)
         if self._agent_lost:
             answer = self._reset_when_agent_returns(agent_seed, reset_options)
         else:
             answer = self.client.reset(agent_seed, reset_options)
-        self._steps = 0
-        observation = self.make_observation(answer)
-        self._last_observation = observation
-        return observation, answer.info()
+        return self.complete_reset(answer)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        agent_action, duration = self.split_action(self.agent_action(action))
+        agent_action, duration = self.prepare_step(action)
         try:
             answer = self.client.step(agent_action, duration)
         except (StepTimeoutError, AgentError) as exc:
@@ -186,6 +180,36 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
                 raise
             self._agent_lost = isinstance(exc, StepTimeoutError)
             return self._last_observation.copy(), 0.0, False, True, {"truncated_reason": str(exc)}
+        return self.complete_step(agent_action, duration, answer)
+
+    # -- the two halves of reset() and step(), for drivers of many envs (the VecEnv) ----
+
+    def prepare_reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[int, Sequence[float]]:
+        """Seed, begin the RL side's episode; return the agent's seed and reset options."""
+        gym.Env.reset(self, seed=seed)
+        agent_seed = int(self.np_random.integers(0, 2**31 - 1))
+        reset_options = self.new_episode()
+        if options and "agent_options" in options:
+            reset_options = options["agent_options"]
+        return agent_seed, reset_options
+
+    def complete_reset(self, answer: StepAnswer) -> tuple[np.ndarray, dict[str, Any]]:
+        """The env's reset result from the agent's reset answer."""
+        self._steps = 0
+        observation = self.make_observation(answer)
+        self._last_observation = observation
+        info = answer.info()
+        info["agent"] = self.client.channel.agent_name
+        return observation, info
+
+    def prepare_step(self, action: Any) -> tuple[np.ndarray, float | None]:
+        """The agent's action vector and the duration to ask for, from an env action."""
+        return self.split_action(self.agent_action(action))
+
+    def complete_step(
+        self, agent_action: np.ndarray, duration: float | None, answer: StepAnswer
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """The env's step result from the agent's answer: the task's reward and episode end."""
         self._steps += 1
         observation = self.make_observation(answer)
         self._last_observation = observation
@@ -195,6 +219,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             self.max_episode_steps is not None and self._steps >= self.max_episode_steps
         )
         info = answer.info()
+        info["agent"] = self.client.channel.agent_name
         info["requested_duration"] = duration if duration else self.client.rl_timestep
         info.update(self.step_info(observation, answer))
         return observation, float(reward), terminated, bool(truncated and not terminated), info

@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 STEP_LOG_FIELDS = (
     "step",
+    "agent",
     "episode",
     "seq",
     "lat",
@@ -35,7 +36,8 @@ STEP_LOG_FIELDS = (
 class StepLogCallback(BaseCallback):
     """Writes one CSV row per environment step: the timing the agent reported (LAT, ATO,
     requested and executed duration, hold), the RL wall time, and the reward; and keeps
-    per-episode returns and successes for the learning curve."""
+    per-episode returns and successes for the learning curve. With a VecEnv of several
+    agents, one row per agent and step (``agent`` names it), episodes counted per agent."""
 
     def __init__(self, path: Path, extra_fields: tuple[str, ...] = ()) -> None:
         super().__init__()
@@ -44,9 +46,9 @@ class StepLogCallback(BaseCallback):
         self._file: IO[str] | None = None
         self._writer: Any = None
         self.episode = 0
-        self._return = 0.0
         self.episodes: list[dict[str, float]] = []  # step, return, success, length
-        self._length = 0
+        self._returns: dict[int, float] = {}  # per env index, the running episode's
+        self._lengths: dict[int, int] = {}
         self.lats: list[float] = []
 
     def _on_training_start(self) -> None:
@@ -74,20 +76,18 @@ class StepLogCallback(BaseCallback):
             self._writer.writerow(row)
             if "lat" in info:
                 self.lats.append(float(info["lat"]))
-            self._return += reward
-            self._length += 1
+            self._returns[i] = self._returns.get(i, 0.0) + reward
+            self._lengths[i] = self._lengths.get(i, 0) + 1
             if done:
                 self.episodes.append(
                     {
                         "step": float(self.num_timesteps),
-                        "return": self._return,
+                        "return": self._returns.pop(i),
                         "success": float(bool(info.get("is_success", False))),
-                        "length": float(self._length),
+                        "length": float(self._lengths.pop(i)),
                     }
                 )
                 self.episode += 1
-                self._return = 0.0
-                self._length = 0
         return True
 
     def _on_training_end(self) -> None:
@@ -106,13 +106,17 @@ class ProgressCallback(BaseCallback):
         self.every = every
         self.out = out
         self._started = 0.0
+        self._next = every
 
     def _on_training_start(self) -> None:
         self._started = time.monotonic()
+        self._next = self.every
 
     def _on_step(self) -> bool:
-        if self.num_timesteps % self.every and self.num_timesteps != self.total:
+        # With N envs the count moves N at a time: report on crossing each multiple.
+        if self.num_timesteps < self._next and self.num_timesteps < self.total:
             return True
+        self._next = (self.num_timesteps // self.every + 1) * self.every
         elapsed = time.monotonic() - self._started
         rate = self.num_timesteps / max(elapsed, 1e-9)
         recent = self.log.episodes[-20:]

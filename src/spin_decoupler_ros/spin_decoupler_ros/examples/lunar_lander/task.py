@@ -45,7 +45,6 @@ class LunarLanderEnv(DecoupledEnv):
             1, round(seconds_to_ns(self.client.rl_timestep) / duration_to_ns(self.client.description.control_period))
         )
         self._start = np.zeros(transport.SIZE)  # the agent's observation when the step began
-        self._raw = self._start
         self._terminated = False
         self._frames_before = 0.0
 
@@ -53,13 +52,9 @@ class LunarLanderEnv(DecoupledEnv):
         return np.array([float(int(action))])
 
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
-        self._raw = answer.observation
+        if answer.seq == 0:  # the reset observation: the first step's reward starts here
+            self._start = answer.observation
         return answer.observation[transport.OBSERVATION].astype(np.float32)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        observation, info = super().reset(seed=seed, options=options)
-        self._start = self._raw
-        return observation, info
 
     def task_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:
         reward, self._terminated = transport.step_reward(self._start, answer.observation)

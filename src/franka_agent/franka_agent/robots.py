@@ -1,0 +1,75 @@
+"""Several Pandas on one ROS graph: each robot's topics under its own namespace.
+
+franka_ros2 (and so the mock and the agent) use absolute names: ``/joint_states``,
+``/franka/joint_states``, ``/joint_trajectory_controller/joint_trajectory``, and the
+simulated ``/clock``. For robot ``/panda1`` every one of those is remapped to
+``/panda1/...`` in both its mock (or driver) and its agent, and both nodes run in
+``/panda1``, where the RL side finds the agent's Episode action. One robot in the root
+namespace keeps franka_ros2's names unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+
+ROBOT_TOPICS = (
+    "/joint_states",
+    "/franka/joint_states",
+    "/joint_trajectory_controller/joint_trajectory",
+    "/clock",
+)
+
+
+def robot_namespaces(count: int) -> list[str]:
+    """``[""]`` for one robot (franka_ros2's own names), else ``/panda0`` ... ``/panda{count-1}``."""
+    if count < 1:
+        raise ValueError(f"the number of robots must be at least 1, got {count}")
+    return [""] if count == 1 else [f"/panda{index}" for index in range(count)]
+
+
+def robot_remaps(namespace: str) -> dict[str, str]:
+    """Remappings that move one robot's topics under ``namespace`` (none for the root)."""
+    namespace = namespace.rstrip("/")
+    if not namespace:
+        return {}
+    return {topic: f"{namespace}{topic}" for topic in ROBOT_TOPICS}
+
+
+def start_mock_robots(
+    group: ProcessGroup,
+    config: Path,
+    count: int,
+    *,
+    sim_speed: float,
+    log_dir: Path,
+    agent_params: Mapping[str, object] | None = None,
+    ready_timeout: float = 60.0,
+) -> list[str]:
+    """Start ``count`` (MuJoCo mock, Panda agent) pairs as processes, each robot in its
+    namespace, and wait until all run; return the namespaces. Raises RuntimeError with
+    the log of a node that did not start."""
+    namespaces = robot_namespaces(count)
+    started: list[tuple[NodeProcess, str]] = []
+    for namespace in namespaces:
+        suffix = namespace.replace("/", "_")
+        common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace)}
+        mock = NodeProcess(
+            "franka_agent.mock.mock_hardware_node",
+            ros_args(params={"speed_factor": sim_speed}, **common),  # type: ignore[arg-type]
+            log_path=log_dir / f"mock_hardware{suffix}.log",
+            label=f"mock_hardware{suffix}",
+        )
+        agent = NodeProcess(
+            "franka_agent.panda_agent_node",
+            ros_args(params={"use_sim_time": True, **(agent_params or {})}, **common),  # type: ignore[arg-type]
+            log_path=log_dir / f"panda_agent{suffix}.log",
+            label=f"panda_agent{suffix}",
+        )
+        started += [(group.start(mock), "mock Panda ready"), (group.start(agent), "agent ready")]
+    for process, text in started:
+        if not process.wait_for_log(text, timeout=ready_timeout):
+            raise RuntimeError(f"{process.name} did not start; its log:\n{process.log_text()}")
+    return namespaces
