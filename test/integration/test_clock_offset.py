@@ -1,0 +1,62 @@
+"""Two clocks: the agent's wall clock is skewed on purpose (an LD_PRELOAD shim shifts its
+CLOCK_REALTIME), as a second host's would be; the RL side's online NTP-style estimate
+of the offset must recover the skew within 1 ms, and the per-step log must carry it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+
+SHIM_SOURCE = Path(__file__).resolve().parents[1] / "nodes" / "skew_clock.c"
+PLANT_AGENT = "spin_decoupler_ros.examples.first_order_plant.agent"
+
+
+@pytest.fixture(scope="module")
+def skew_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the clock-skew shim")
+    library = tmp_path_factory.mktemp("shim") / "skew_clock.so"
+    command = [compiler, "-O2", "-shared", "-fPIC", "-o", str(library), str(SHIM_SOURCE), "-ldl", "-lpthread"]
+    subprocess.run(command, check=True)
+    return library
+
+
+@pytest.mark.parametrize("skew_s", [2.345678, -0.75, 0.0])
+def test_offset_estimate_recovers_a_skewed_agent_clock(
+    skew_s: float, skew_shim: Path, processes: ProcessGroup, tmp_path: Path
+) -> None:
+    agent = processes.start(
+        NodeProcess(
+            PLANT_AGENT,
+            ros_args(params={"rl_timestep": 0.01, "control_rate": 500.0}),
+            log_path=tmp_path / "skewed_agent.log",
+            env={"LD_PRELOAD": str(skew_shim), "SKEW_CLOCK_NS": str(round(skew_s * 1e9))},
+        )
+    )
+    assert agent.wait_for_log("agent ready", 30), agent.log_text()
+    with RLClient(connect_timeout=30) as client:
+        answer = client.reset(seed=0)
+        # ATO is the agent's clock: off from ours by the skew (plus the message's flight).
+        assert answer.ato - time.time() == pytest.approx(skew_s, abs=0.05)
+        estimates = [client.step([0.0]).clock_offset for _ in range(60)]
+        assert all(estimate is not None for estimate in estimates)
+        error_ms = np.abs(np.array(estimates[-20:]) - skew_s) * 1e3
+        assert error_ms.max() < 1.0, f"offset estimate off by up to {error_ms.max():.3f} ms"
+        print(f"skew {skew_s:+} s: estimate error at most {error_ms.max():.3f} ms over the last 20 steps")
+        uncertainty = client.channel.offsets.uncertainty_ns
+        assert uncertainty is not None and uncertainty < 1_000_000  # half the best round trip
+
+
+def test_the_per_step_log_carries_the_clock_offset() -> None:
+    from spin_decoupler_ros.rl.training import STEP_LOG_FIELDS
+
+    assert "clock_offset" in STEP_LOG_FIELDS and "ato" in STEP_LOG_FIELDS
