@@ -67,6 +67,8 @@ class NodeProcess:
     :param args: its arguments (typically ``ros_args(...)``).
     :param log_path: where its stdout and stderr go (None: inherit this process's).
     :param env: extra environment variables.
+    :param prefix: a command that runs the node, e.g. ``["ip", "netns", "exec", "agent_host"]``
+        (it must exec the node in place, so signals reach it).
     """
 
     module: str
@@ -74,6 +76,7 @@ class NodeProcess:
     log_path: Path | None = None
     env: Mapping[str, str] | None = None
     label: str = ""
+    prefix: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
 
@@ -87,7 +90,7 @@ class NodeProcess:
             self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
             out = self._log
         self.process = subprocess.Popen(
-            [sys.executable, "-m", self.module, *self.args],
+            [*self.prefix, sys.executable, "-m", self.module, *self.args],
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=out,
