@@ -46,10 +46,12 @@ def start_mock_robots(
     sim_speed: float,
     log_dir: Path,
     agent_params: Mapping[str, object] | None = None,
+    mock_params: Mapping[str, object] | None = None,
     ready_timeout: float = 60.0,
 ) -> list[str]:
     """Start ``count`` (MuJoCo mock, Panda agent) pairs as processes, each robot in its
-    namespace, and wait until all run; return the namespaces. Raises RuntimeError with
+    namespace, and wait until all run; return the namespaces. The agents run on the
+    mocks' simulated time unless ``agent_params`` sets ``use_sim_time`` false. Raises RuntimeError with
     the log of a node that did not start."""
     namespaces = robot_namespaces(count)
     started: list[tuple[NodeProcess, str]] = []
@@ -58,7 +60,7 @@ def start_mock_robots(
         common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace)}
         mock = NodeProcess(
             "franka_agent.mock.mock_hardware_node",
-            ros_args(params={"speed_factor": sim_speed}, **common),  # type: ignore[arg-type]
+            ros_args(params={"speed_factor": sim_speed, **(mock_params or {})}, **common),  # type: ignore[arg-type]
             log_path=log_dir / f"mock_hardware{suffix}.log",
             label=f"mock_hardware{suffix}",
         )
