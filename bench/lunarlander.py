@@ -9,8 +9,11 @@
     step spans at least frames-per-step frames; the mean is reported.
 Same PPO settings (``train.PPO_SETTINGS``), budget and seed; each evaluated over
 ``--eval-episodes`` deterministic episodes in its own env. ``wall_s`` is training time.
+(c) in-process again, at the decoupled run's measured frames per step (rounded), to
+    tell the cost of fewer decisions per frame from the cost of the transport.
 
     ./ws bench lunarlander [--timesteps 100000] [--control-rate 1000]
+    ./ws bench lunarlander --only-inprocess-at 9   # (c) alone, added to the results file
 
 Writes bench/results/lunarlander.json. Targets: mean returns within 10% of each other,
 decoupled wall time at most 1.5x the in-process one.
@@ -70,7 +73,10 @@ def main() -> int:
     parser.add_argument("--frames-per-step", type=int, default=4)
     parser.add_argument("--control-rate", type=float, default=1000.0, help="agent Hz (frames per second)")
     parser.add_argument("--watchdog", type=float, default=0.05, help="s the lander flies on for a silent learner")
+    parser.add_argument("--only-inprocess-at", type=int, default=0, help="run only (c) at this many frames per step")
     args = parser.parse_args()
+    if args.only_inprocess_at:
+        return add_inprocess_at(args.only_inprocess_at, args)
     isolate_dds()
     import torch
 
@@ -120,6 +126,25 @@ def main() -> int:
         "targets": "return_gap_fraction <= 0.10, wall_ratio <= 1.5",
     }
     print({k: result[k] for k in ("inprocess", "decoupled", "return_gap_fraction", "wall_ratio")}, flush=True)
+    write_result("lunarlander", result)
+    return add_inprocess_at(round(decoupled["mean_frames_per_step"]), args)
+
+
+def add_inprocess_at(frames: int, args: argparse.Namespace) -> int:
+    """(c): the in-process twin at ``frames`` per step, added to the results file."""
+    import json
+
+    import torch
+
+    from bench.common import RESULTS
+    from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
+
+    torch.set_num_threads(1)
+    print(f"(c) in-process at {frames} frames per step, {args.timesteps} PPO steps", flush=True)
+    figures = train_and_evaluate(FrameSkipLunarLander(frames), args)
+    result = json.loads((RESULTS / "lunarlander.json").read_text())
+    result.pop("machine", None)
+    result["inprocess_at_decoupled_frames"] = {"frames_per_step": frames, **figures}
     write_result("lunarlander", result)
     return 0
 
