@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from rclpy.node import Node
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         closing: Any = env
     else:
         vec_env = DecoupledVecEnv(make_env, namespaces, rl_node=rl_node, connect_timeout=60.0)
-        env, train_env, closing = vec_env.envs[0], VecMonitor(vec_env), vec_env
+        env, train_env, closing = cast(PandaReachEnv, vec_env.envs[0]), VecMonitor(vec_env), vec_env
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
     try:

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from action_msgs.msg import GoalStatus
@@ -66,7 +67,7 @@ class StepAnswer:
     round_trip: float
     clock_offset: float | None
 
-    def info(self) -> dict[str, float | int | None]:
+    def info(self) -> dict[str, Any]:
         """The timing fields, for a Gymnasium ``info`` dict."""
         return {
             "seq": self.seq,

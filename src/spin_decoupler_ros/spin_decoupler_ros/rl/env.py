@@ -78,7 +78,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         agent_namespace: str = "",
         *,
         client: RLClient | None = None,
-        observation_space: spaces.Box | None = None,
+        observation_space: spaces.Space | None = None,
         action_space: spaces.Space | None = None,
         max_episode_steps: int | None = None,
         step_duration: float | None = None,
