@@ -35,33 +35,16 @@ def main() -> int:
     import yaml
 
     from franka_agent.reach_task import PandaReachEnv
+    from franka_agent.robots import start_mock_robots
     from spin_decoupler_ros.tools.paths import find_config
-    from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+    from spin_decoupler_ros.tools.processes import ProcessGroup
 
     config = find_config("panda_reach.yaml", package="franka_agent")
     task = yaml.safe_load(config.read_text())["/**/panda_trainer"]["ros__parameters"]
-    logs = Path("log/bench")
     with ProcessGroup() as group:
-        mock = group.start(
-            NodeProcess(
-                "franka_agent.mock.mock_hardware_node",
-                ros_args(params_files=[config], params={"speed_factor": 0.0}),
-                log_path=logs / "soak_mock.log",
-            )
-        )
-        agent = group.start(
-            NodeProcess(
-                "franka_agent.panda_agent_node",
-                ros_args(params_files=[config], params={"use_sim_time": True}),
-                log_path=logs / "soak_agent.log",
-            )
-        )
-        assert mock.wait_for_log("mock Panda ready", 60) and agent.wait_for_log("agent ready", 60)
-        processes = {
-            "mock_hardware": psutil.Process(mock.pid),
-            "panda_agent": psutil.Process(agent.pid),
-            "rl_side": psutil.Process(os.getpid()),
-        }
+        start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=Path("log/bench/soak"))
+        processes = {p.name: psutil.Process(p.pid) for p in group.processes}  # mock_hardware, panda_agent
+        processes["rl_side"] = psutil.Process(os.getpid())
 
         def snapshot() -> dict[str, dict[str, int]]:
             return {name: {"rss": p.memory_info().rss, "fds": p.num_fds()} for name, p in processes.items()}

@@ -47,8 +47,9 @@ def main() -> int:
 
     from franka_agent.inprocess_env import InProcessPandaReachEnv
     from franka_agent.reach_task import PandaReachEnv
+    from franka_agent.robots import start_mock_robots
     from spin_decoupler_ros.tools.paths import find_config
-    from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+    from spin_decoupler_ros.tools.processes import ProcessGroup
 
     config = find_config("panda_reach.yaml", package="franka_agent")
     sections = yaml.safe_load(config.read_text())
@@ -58,23 +59,8 @@ def main() -> int:
     inprocess = run(InProcessPandaReachEnv(agent, task), args.steps, seed=1)
     print(f"in-process: {inprocess:.1f} steps/s", flush=True)
 
-    logs = Path("log/bench")
     with ProcessGroup() as group:
-        mock = group.start(
-            NodeProcess(
-                "franka_agent.mock.mock_hardware_node",
-                ros_args(params_files=[config], params={"speed_factor": 0.0}),
-                log_path=logs / "throughput_mock.log",
-            )
-        )
-        node = group.start(
-            NodeProcess(
-                "franka_agent.panda_agent_node",
-                ros_args(params_files=[config], params={"use_sim_time": True}),
-                log_path=logs / "throughput_agent.log",
-            )
-        )
-        assert mock.wait_for_log("mock Panda ready", 60) and node.wait_for_log("agent ready", 60)
+        start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=Path("log/bench/throughput"))
         env = PandaReachEnv(
             target_low=task["target_low"],
             target_high=task["target_high"],
