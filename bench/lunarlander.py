@@ -34,7 +34,7 @@ from bench.common import isolate_dds, write_result
 def train_and_evaluate(env: Any, args: argparse.Namespace) -> dict[str, Any]:
     from spin_decoupler_ros.examples.lunar_lander.train import evaluate, make_ppo
 
-    model = make_ppo(env, seed=args.seed, learning_rate=3e-4, gamma=0.99)
+    model = make_ppo(env, seed=args.seed)
     started = time.perf_counter()
     model.learn(total_timesteps=args.timesteps)
     wall_s = time.perf_counter() - started

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
@@ -56,3 +58,16 @@ def start_node(
     if ready_text is not None and not process.wait_for_log(ready_text, timeout):
         raise AssertionError(f"{label} did not get ready in {timeout} s; its log:\n{process.log_text()}")
     return process
+
+
+def run_module(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` to its end, in this test's environment (its ROS domain),
+    output captured as text; never raises on a non-zero exit (tests assert on it)."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_module
 
 
 @pytest.mark.slow
@@ -17,21 +15,13 @@ def test_first_order_plant_run_trains_and_beats_the_zero_action_baseline(
     ros_domain: dict[str, str], tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "plant"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spin_decoupler_ros.examples.first_order_plant.run",
-            "--timesteps",
-            "400",
-            "--run-dir",
-            str(run_dir),
-        ],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
+    done = run_module(
+        "spin_decoupler_ros.examples.first_order_plant.run",
+        "--timesteps",
+        "400",
+        "--run-dir",
+        str(run_dir),
         timeout=280,
-        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "final mean tracking error" in done.stdout
@@ -55,23 +45,15 @@ def test_lunar_lander_run_trains_and_reports_the_mean_evaluation_return(
     config_path = tmp_path / "lunar_lander.yaml"
     config_path.write_text(yaml.safe_dump(config))
     run_dir = tmp_path / "lander"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spin_decoupler_ros.examples.lunar_lander.run",
-            "--timesteps",
-            "1024",  # one PPO rollout and one update
-            "--run-dir",
-            str(run_dir),
-            "--config",
-            str(config_path),
-        ],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
+    done = run_module(
+        "spin_decoupler_ros.examples.lunar_lander.run",
+        "--timesteps",
+        "1024",  # one PPO rollout and one update
+        "--run-dir",
+        str(run_dir),
+        "--config",
+        str(config_path),
         timeout=280,
-        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mean evaluation return" in done.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rclpy
-from helpers import start_node
+from helpers import run_module, start_node
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import UInt64
@@ -136,13 +136,7 @@ def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_
 
 
 def test_pipeline_refuses_real_hardware_without_launch(ros_domain: dict[str, str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "franka_agent.pipeline", "--use-mock-hardware", "false"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_module("franka_agent.pipeline", "--use-mock-hardware", "false", timeout=60)
     assert done.returncode == 2
     assert "ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false" in done.stderr
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import start_node
+from helpers import run_module, start_node
 
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
 from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv, agent_namespaces
@@ -133,25 +130,17 @@ def test_an_agent_dying_mid_step_fails_the_vec_step_with_its_name(processes: Pro
 @pytest.mark.timeout(600)
 def test_main_job_trains_on_several_mock_pandas(ros_domain: dict[str, str], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "franka_agent.pipeline",
-            "--num-agents",
-            "2",
-            "--total-timesteps",
-            "200",
-            "--eval-episodes",
-            "1",
-            "--run-dir",
-            str(run_dir),
-        ],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
+    done = run_module(
+        "franka_agent.pipeline",
+        "--num-agents",
+        "2",
+        "--total-timesteps",
+        "200",
+        "--eval-episodes",
+        "1",
+        "--run-dir",
+        str(run_dir),
         timeout=540,
-        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for log in ("mock_hardware_panda0", "panda_agent_panda0", "mock_hardware_panda1", "panda_agent_panda1"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from spin_decoupler_ros.core.naming import agent_namespaces
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 ROBOT_TOPICS = (
@@ -27,7 +28,7 @@ def robot_namespaces(count: int) -> list[str]:
     """``[""]`` for one robot (franka_ros2's own names), else ``/panda0`` ... ``/panda{count-1}``."""
     if count < 1:
         raise ValueError(f"the number of robots must be at least 1, got {count}")
-    return [""] if count == 1 else [f"/panda{index}" for index in range(count)]
+    return [""] if count == 1 else agent_namespaces(count, prefix="/panda")
 
 
 def robot_remaps(namespace: str) -> dict[str, str]:

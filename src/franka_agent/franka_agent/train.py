@@ -12,7 +12,6 @@ requested and executed duration, RL wall time, reward, distance), ``episodes.csv
 from __future__ import annotations
 
 import csv
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,30 +30,20 @@ from spin_decoupler_ros.rl.client import RLNode
 NODE_NAME = "panda_trainer"
 ALGORITHMS = ("sac", "td3")
 # Hyperparameters each algorithm takes from parameters "<algorithm>.<name>" (defaults here).
+_SAC_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "buffer_size": 200_000,
+    "batch_size": 256,
+    "learning_starts": 1000,
+    "gamma": 0.95,
+    "tau": 0.005,
+    "train_freq": 1,
+    "gradient_steps": 1,
+    "net_arch": [64, 64],
+}
 HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "sac": {
-        "learning_rate": 1e-3,
-        "buffer_size": 200_000,
-        "batch_size": 256,
-        "learning_starts": 1000,
-        "gamma": 0.95,
-        "tau": 0.005,
-        "train_freq": 1,
-        "gradient_steps": 1,
-        "net_arch": [64, 64],
-    },
-    "td3": {
-        "learning_rate": 1e-3,
-        "buffer_size": 200_000,
-        "batch_size": 256,
-        "learning_starts": 1000,
-        "gamma": 0.95,
-        "tau": 0.005,
-        "train_freq": 1,
-        "gradient_steps": 1,
-        "net_arch": [64, 64],
-        "action_noise_std": 0.2,
-    },
+    "sac": _SAC_DEFAULTS,
+    "td3": {**_SAC_DEFAULTS, "action_noise_std": 0.2},  # the same, plus its exploration noise
 }
 
 
@@ -136,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_lat_histogram,
         plot_learning_curve,
         run_episodes,
+        write_results,
     )
     from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
 
@@ -211,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             "hyperparameters": hyper,
             "seed": seed,
         }
-        (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        write_results(run_dir, results)
         print(
             f"evaluation: success {100 * results['success_rate']:.0f}% over {eval_episodes} episodes, "
             f"mean final distance {100 * results['mean_final_distance_m']:.1f} cm; "

@@ -40,6 +40,7 @@ from spin_decoupler_ros.core.errors import (
     EpisodeEndedError,
     NotResetError,
 )
+from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample, ns_to_seconds, seconds_to_ns
 
@@ -98,13 +99,6 @@ class _Pending:
 
 def make_client_id(node: Node) -> str:
     return f"{node.get_fully_qualified_name()}-{uuid.uuid4().hex[:8]}"
-
-
-def join_name(namespace: str, name: str) -> str:
-    namespace = namespace.rstrip("/")
-    if not namespace:
-        return name
-    return f"{namespace}/{name}" if namespace.startswith("/") else f"/{namespace}/{name}"
 
 
 class AgentChannel:

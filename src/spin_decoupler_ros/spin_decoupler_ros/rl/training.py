@@ -4,6 +4,7 @@ lines, evaluation, and the plots a run folder gets (learning curve, LAT histogra
 from __future__ import annotations
 
 import csv
+import json
 import math
 import sys
 import time
@@ -132,6 +133,14 @@ class ProgressCallback(BaseCallback):
             flush=True,
         )
         return True
+
+
+def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
+    """``<run_dir>/results.json``: the run's figures, for people and for tests."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "results.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    return path
 
 
 def run_episodes(

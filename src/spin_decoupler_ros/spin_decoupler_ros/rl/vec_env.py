@@ -25,14 +25,12 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from spin_decoupler_ros.core.errors import AgentNotFoundError
+from spin_decoupler_ros.core.naming import agent_namespaces
 from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient, RLNode
 from spin_decoupler_ros.rl.env import DecoupledEnv
 
-
-def agent_namespaces(count: int, prefix: str = "/panda") -> list[str]:
-    """The namespaces of ``count`` agents: ``/panda0`` ... (the launch files' convention)."""
-    return [f"{prefix}{index}" for index in range(count)]
+__all__ = ["DecoupledVecEnv", "agent_namespaces"]
 
 
 class DecoupledVecEnv(VecEnv):
@@ -86,11 +84,7 @@ class DecoupledVecEnv(VecEnv):
         observations: list[np.ndarray | None] = [None] * self.num_envs
         for index in range(self.num_envs):
             self._send_reset(index, self._seeds[index], self._options[index])
-
-        def on_reset(index: int, answer: StepAnswer) -> None:
-            observations[index], self.reset_infos[index] = self.envs[index].complete_reset(answer)
-
-        self._gather(dict.fromkeys(range(self.num_envs), "reset"), on_reset, lambda i, a: None)
+        self._gather(dict.fromkeys(range(self.num_envs), "reset"), observations)
         self._reset_seeds()
         self._reset_options()
         return np.stack(observations)  # type: ignore[arg-type]
@@ -119,10 +113,7 @@ class DecoupledVecEnv(VecEnv):
             self._send_reset(index, None, None)  # while the others are still running
             return "reset"
 
-        def on_reset(index: int, answer: StepAnswer) -> None:
-            observations[index], self.reset_infos[index] = self.envs[index].complete_reset(answer)
-
-        self._gather(dict.fromkeys(range(n), "step"), on_reset, on_step)
+        self._gather(dict.fromkeys(range(n), "step"), observations, on_step)
         return np.stack(observations), rewards, dones, infos  # type: ignore[arg-type]
 
     def close(self) -> None:
@@ -167,11 +158,12 @@ class DecoupledVecEnv(VecEnv):
     def _gather(
         self,
         waiting: dict[int, str],
-        on_reset: Callable[[int, StepAnswer], None],
-        on_step: Callable[[int, StepAnswer], str | None],
+        observations: list[np.ndarray | None],
+        on_step: Callable[[int, StepAnswer], str | None] | None = None,
     ) -> None:
-        """Spin until every agent in ``waiting`` (index -> "step" or "reset") has answered;
-        a step's handler may ask to wait on for that agent's reset."""
+        """Spin until every agent in ``waiting`` (index -> "step" or "reset") has answered.
+        A reset's observation goes into ``observations`` (its info into ``reset_infos``);
+        a step's answer goes to ``on_step``, which may ask to wait on for that agent's reset."""
         deadlines = {index: self._deadline(index, kind) for index, kind in waiting.items()}  # (at, timeout)
         try:
             while waiting:
@@ -183,9 +175,9 @@ class DecoupledVecEnv(VecEnv):
                             raise self.clients[index].timed_out(waiting[index], timeout)
                         continue
                     if waiting[index] == "reset":
-                        on_reset(index, answer)
+                        observations[index], self.reset_infos[index] = self.envs[index].complete_reset(answer)
                         del waiting[index]
-                    elif on_step(index, answer) == "reset":
+                    elif on_step is not None and on_step(index, answer) == "reset":
                         waiting[index] = "reset"
                         deadlines[index] = self._deadline(index, "reset")
                     else:

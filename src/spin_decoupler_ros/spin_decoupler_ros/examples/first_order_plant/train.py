@@ -11,7 +11,6 @@ writes them to ``<run_dir>/results.json``.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
 from spin_decoupler_ros.params import declare_float, declare_int, declare_str
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.training import write_results
 
 NODE_NAME = "first_order_plant_train"
 
@@ -73,9 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             "train_seconds": train_s,
             "steps_per_second": total_timesteps / train_s,
         }
-        run_dir.mkdir(parents=True, exist_ok=True)
+        write_results(run_dir, results)
         model.save(run_dir / "model")
-        (run_dir / "results.json").write_text(json.dumps(results, indent=2))
         print(
             f"first-order plant: final mean tracking error {trained:.4f} "
             f"(zero-action baseline {baseline:.4f}, {results['improvement_factor']:.1f}x better; "

@@ -11,7 +11,6 @@ with the training figures, to ``<run_dir>/results.json``.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -22,12 +21,15 @@ import numpy as np
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
 from spin_decoupler_ros.params import declare_float, declare_int, declare_str
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.training import write_results
 
 NODE_NAME = "lunar_lander_train"
 
 # rl-baselines3-zoo's PPO settings for LunarLander, for one env; gamma is per step, and
 # a step spans several frames, so it is lowered from the zoo's per-frame 0.999.
 PPO_SETTINGS: dict[str, Any] = {
+    "learning_rate": 3e-4,
+    "gamma": 0.99,
     "n_steps": 1024,
     "batch_size": 64,
     "n_epochs": 4,
@@ -37,11 +39,11 @@ PPO_SETTINGS: dict[str, Any] = {
 }
 
 
-def make_ppo(env: Any, *, seed: int, learning_rate: float, gamma: float) -> Any:
-    """The PPO learner both the example and the benchmark use."""
+def make_ppo(env: Any, *, seed: int, **overrides: Any) -> Any:
+    """The PPO learner both the example and the benchmark use (``PPO_SETTINGS`` unless overridden)."""
     from stable_baselines3 import PPO
 
-    return PPO("MlpPolicy", env, learning_rate=learning_rate, gamma=gamma, seed=seed, verbose=0, **PPO_SETTINGS)
+    return PPO("MlpPolicy", env, seed=seed, verbose=0, **{**PPO_SETTINGS, **overrides})
 
 
 def evaluate(model: Any, env: Any, episodes: int, seed: int) -> tuple[float, float]:
@@ -66,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     total_timesteps = declare_int(node, "total_timesteps", 100_000, "PPO training steps", low=1)
     seed = declare_int(node, "seed", 0, "seed of the learner and of the evaluation episodes", low=0)
     eval_episodes = declare_int(node, "eval_episodes", 10, "episodes of the final evaluation", low=1)
-    learning_rate = declare_float(node, "learning_rate", 3e-4, "PPO learning rate", low=1e-7, high=1.0)
-    gamma = declare_float(node, "gamma", 0.99, "discount per RL step", low=0.0, high=1.0)
+    learning_rate = declare_float(
+        node, "learning_rate", PPO_SETTINGS["learning_rate"], "PPO learning rate", low=1e-7, high=1.0
+    )
+    gamma = declare_float(node, "gamma", PPO_SETTINGS["gamma"], "discount per RL step", low=0.0, high=1.0)
     torch_threads = declare_int(node, "torch_threads", 1, "torch threads in the learner (1 keeps a core free)", low=1)
     run_dir = Path(declare_str(node, "run_dir", "runs/lunar_lander", "where the model and results.json go"))
     client.connect()
@@ -93,9 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             "train_seconds": train_s,
             "steps_per_second": total_timesteps / train_s,
         }
-        run_dir.mkdir(parents=True, exist_ok=True)
+        write_results(run_dir, results)
         model.save(run_dir / "model")
-        (run_dir / "results.json").write_text(json.dumps(results, indent=2))
         print(
             f"LunarLander: mean evaluation return {mean_return:.1f} +- {std_return:.1f} over "
             f"{eval_episodes} episodes ({total_timesteps} PPO steps in {train_s:.0f} s)",
