@@ -163,3 +163,20 @@ def test_agent_refuses_an_out_of_range_parameter(processes: ProcessGroup, tmp_pa
     agent = start_node(processes, PLANT, tmp_path, params={"control_rate": 0.5}, ready_text=None)
     assert agent.wait(timeout=20) == 2
     assert "parameter 'control_rate'" in agent.log_text() and "[1, 5000] Hz" in agent.log_text()
+
+
+def test_a_node_on_simulated_time_stops_on_sigint_even_when_its_clock_has_stopped(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """With use_sim_time and no /clock (the simulator already gone, as when launch stops
+    everything at once) no timer ever fires; SIGINT must still end the node cleanly."""
+    agent = start_node(
+        processes, PLANT, tmp_path, params={"use_sim_time": True}, ready_text=None, label="sim_time_agent"
+    )
+    time.sleep(3.0)  # up and waiting for a clock that never comes
+    assert agent.running(), agent.log_text()
+    agent.kill(signal.SIGINT)
+    started = time.monotonic()
+    code = agent.wait(timeout=10.0)
+    assert time.monotonic() - started < 3.0
+    assert code == 0, agent.log_text()

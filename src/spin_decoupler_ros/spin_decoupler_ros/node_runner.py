@@ -4,6 +4,12 @@ Every node spins a SingleThreadedExecutor, measured on purpose: rclpy's
 MultiThreadedExecutor takes ~100 ms per round trip in these releases
 (ros2/rclpy#1452), and the Kilted EventsExecutor busy-spins a core and never served
 an Episode goal in our tests. Nothing here needs threads: callbacks never block.
+
+SIGINT and SIGTERM are Python handlers here (rclpy's own would shut the context down
+before ``close()`` can hold the robot), and a Python handler only runs when the main
+thread is back in Python: so the executor never waits longer than ``SIGNAL_CHECK_S``.
+Otherwise a node on simulated time whose /clock has stopped (the simulator ended
+first) waits forever and ignores every signal.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
+
+SIGNAL_CHECK_S = 0.2
 
 
 class ExitRequested(Exception):
@@ -47,7 +55,8 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
         node = node_factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=SIGNAL_CHECK_S)
     except ParameterError as exc:
         name = node.get_name() if node is not None else "node"
         rclpy.logging.get_logger(name).fatal(str(exc))
