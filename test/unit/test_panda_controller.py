@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -38,6 +40,24 @@ def test_a_new_action_never_changes_the_point_already_promised() -> None:
     x_before = c.kinematics.tcp(following.points[0][0])[0]
     later = [c.command((16 + k) * PERIOD) for k in range(80)][-1]
     assert later is not None and c.kinematics.tcp(later.points[0][0])[0] < x_before - 0.01
+
+
+def test_two_commands_at_one_clock_reading_plan_the_same() -> None:
+    """A simulated clock can stand still between two ticks (the simulator waiting in
+    lockstep): the second command sees no time pass, so it must repeat the plan, not
+    divide by the zero interval (which once sent the mock accelerations of 70 rad/s^2)."""
+    c = controller()
+    c.start(panda.HOME, 0)
+    c.act(np.array([1.0, -1.0, 1.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a division by zero is a failure here
+        for k in range(20):
+            first, second = c.command(k * PERIOD), c.command(k * PERIOD)
+            assert first is not None and second is not None
+            for (q1, v1), (q2, v2) in zip(first.points, second.points, strict=True):
+                assert np.isfinite(q2).all() and np.isfinite(v2).all()
+                np.testing.assert_allclose(q2, q1, atol=1e-12)
+                np.testing.assert_allclose(v2, v1, atol=1e-12)
 
 
 def test_commands_are_stamped_now_with_points_a_period_apart() -> None:

@@ -412,6 +412,8 @@ class ArmMotion:
         return _State(self.joints.q, self.joints.v, self.cartesian.q, self.cartesian.v, self._ik, self._risk)
 
     def _advance(self, state: _State, dt: float) -> tuple[_State, bool]:
+        if dt <= 0.0:  # no time passes (two commands at one clock reading): no motion
+            return state, False
         x, xv, ik = state.x, state.xv, state.ik
         goal = self.joints.goal
         if self.cartesian_active:
