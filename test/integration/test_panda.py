@@ -201,3 +201,27 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     assert float(rows[-1]["requested_duration"]) == pytest.approx(0.1)
     results = json.loads((run_dir / "results.json").read_text())
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
+
+
+def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """Launch starts everything at once: the trainer can reset the agent before the mock
+    publishes its first /clock (simulated time still 0). The reset must be timed from the
+    agent's first tick, not from 0."""
+    start_node(processes, AGENT, tmp_path, params_files=(CONFIG,), params={"use_sim_time": True}, ready_text=None)
+    with RLClient(connect_timeout=30, reset_timeout=30) as client:
+        client.connect()
+        client.channel.send_reset(0, ())  # no clock yet: the agent accepts and waits
+        time.sleep(1.0)
+        start_node(
+            processes,
+            MOCK,
+            tmp_path,
+            params_files=(CONFIG,),
+            params={"speed_factor": 4.0},
+            ready_text="mock Panda ready",
+            label="mock_hardware",
+        )
+        answer = client._wait(30.0, "reset")
+        assert answer.seq == 0 and answer.observation.shape == (17,)

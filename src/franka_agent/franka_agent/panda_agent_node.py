@@ -63,7 +63,7 @@ class PandaAgent(AgentNode):
         self._state_ns = 0
         self._order: list[int] | None = None
         self._order_names: list[str] = []
-        self._reset_started_ns = 0
+        self._reset_started_ns: int | None = None
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._trajectory.points = [JointTrajectoryPoint() for _ in range(self.controller.trajectory_points)]
         period = self.params.control_period_ns
@@ -189,6 +189,12 @@ class PandaAgent(AgentNode):
         command = self.controller.command(self.now_ns())
         if command is None:
             return  # nothing measured yet: the joint controller holds the arm where it is
+        if not all(np.isfinite(q).all() and np.isfinite(v).all() for q, v in command.points):
+            # Never sent: plan again from where the arm really is, and say so (the
+            # episode fails with this text and the arm holds).
+            q, _ = self._measured()
+            self.controller.motion.reset(q)  # type: ignore[union-attr]
+            raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
         # Stamped with the time the plan counts from: like joint_trajectory_controller,
         # the receiver keeps the plan's timing whatever the transport delay.
         set_stamp(self._trajectory.header.stamp, command.stamp_ns)
@@ -216,10 +222,14 @@ class PandaAgent(AgentNode):
         self._command()
 
     def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
-        self._reset_started_ns = self.now_ns()
+        # Timed from the first control tick of the reset, not from here: a goal can come
+        # before the first /clock, when simulated time still reads 0.
+        self._reset_started_ns = None
         self.controller.begin_reset(seed, options, self._q, self._dq)
 
     def reset_done(self) -> bool:
+        if self._reset_started_ns is None:
+            self._reset_started_ns = self.now_ns()
         elapsed = ns_to_seconds(self.now_ns() - self._reset_started_ns)
         if self._q is None:
             if elapsed > self.reset_timeout:
