@@ -60,6 +60,32 @@ def test_switch_selects_mock_or_franka_bringup(mock: str) -> None:
     assert real_only and all(e.condition.evaluate(context) == (mock == "false") for e in real_only)
 
 
+def test_num_agents_starts_a_namespaced_mock_and_agent_per_robot() -> None:
+    from launch.utilities import perform_substitutions
+
+    module = load("panda_agent.launch.py")
+    context = context_with(num_agents="3")
+
+    def text(value: object) -> str:
+        return value if isinstance(value, str) else perform_substitutions(context, value)  # type: ignore[arg-type]
+
+    placed = []
+    for node in module._nodes(context):
+        namespace = text(node._Node__node_namespace)
+        placed.append((str(node.node_executable), namespace))
+        remapped = {text(src): text(dst) for src, dst in node._Node__remappings}
+        # Every robot topic, and the mock's clock, under the robot's namespace.
+        assert remapped["/clock"] == f"{namespace}/clock"
+        assert remapped["/joint_states"] == f"{namespace}/joint_states"
+    assert sorted(placed) == sorted((exe, f"/panda{i}") for i in range(3) for exe in ("mock_hardware", "panda_agent"))
+
+
+def test_several_agents_need_mock_hardware() -> None:
+    module = load("panda_agent.launch.py")
+    with pytest.raises(RuntimeError, match="num_agents > 1 needs use_mock_hardware:=true"):
+        module._nodes(context_with(use_mock_hardware="false", robot_ip="172.16.0.2", num_agents="2"))
+
+
 def test_real_hardware_needs_a_robot_ip() -> None:
     module = load("panda_agent.launch.py")
     with pytest.raises(RuntimeError, match="robot_ip is required"):
