@@ -173,7 +173,12 @@ def test_a_node_on_simulated_time_stops_on_sigint_even_when_its_clock_has_stoppe
     agent = start_node(
         processes, PLANT, tmp_path, params={"use_sim_time": True}, ready_text=None, label="sim_time_agent"
     )
-    time.sleep(3.0)  # up and waiting for a clock that never comes
+    # Up (its action server and description are out: past start-up, its signal handlers
+    # set) and waiting for a clock that never comes. A fixed sleep was too short for a
+    # start-up on a loaded machine.
+    with RLClient(connect_timeout=30):
+        pass
+    time.sleep(0.5)
     assert agent.running(), agent.log_text()
     agent.kill(signal.SIGINT)
     started = time.monotonic()
