@@ -6,18 +6,21 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import rclpy
 from helpers import run_module, start_node
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt64
 
 from franka_agent.core import panda
@@ -46,24 +49,58 @@ def start_panda(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **ag
     )
 
 
+class Listener:
+    """A private node that keeps the latest message it hears on ``topic``."""
+
+    def __init__(self, msg_type: type, topic: str, qos: QoSProfile | int = 10) -> None:
+        from spin_decoupler_ros.rl.client import init_private_context
+
+        self.topic = topic
+        self.latest: Any = None
+        self._context = init_private_context()
+        self._node = Node("topic_listener", context=self._context)
+        self._node.create_subscription(msg_type, topic, self._keep, qos)
+        self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self._node)
+
+    def _keep(self, msg: Any) -> None:
+        self.latest = msg
+
+    def spin_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._executor.spin_once(timeout_sec=0.01)
+
+    def wait(self, timeout: float = 10.0) -> Any:
+        """The next message heard (fails if none comes within ``timeout``)."""
+        self.latest = None
+        deadline = time.monotonic() + timeout
+        while self.latest is None and time.monotonic() < deadline:
+            self._executor.spin_once(timeout_sec=0.1)
+        assert self.latest is not None, f"nothing heard on {self.topic} within {timeout} s"
+        return self.latest
+
+    def close(self) -> None:
+        self._node.destroy_node()
+        self._context.try_shutdown()
+
+    def __enter__(self) -> Listener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def first_message(msg_type: type, topic: str, qos: QoSProfile | int = 10, timeout: float = 10.0) -> Any:
+    """The first message a fresh node hears on ``topic`` (fails if none comes)."""
+    with Listener(msg_type, topic, qos) as listener:
+        return listener.wait(timeout)
+
+
 def limit_violations(timeout: float = 10.0) -> int:
     """The mock's latched count of limit violations."""
-    from spin_decoupler_ros.rl.client import init_private_context
-
-    context = init_private_context()
-    node = Node("violation_reader", context=context)
-    seen: list[int] = []
     qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    node.create_subscription(UInt64, "/mock_hardware/limit_violations", lambda m: seen.append(m.data), qos)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    deadline = time.monotonic() + timeout
-    while not seen and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.1)
-    node.destroy_node()
-    context.try_shutdown()
-    assert seen, "the mock published no violation count"
-    return seen[-1]
+    return int(first_message(UInt64, "/mock_hardware/limit_violations", qos, timeout).data)
 
 
 @pytest.fixture
@@ -111,9 +148,90 @@ def test_adversarial_actions_never_violate_the_limits(panda_client: RLClient, pa
     assert limit_violations() == 0
 
 
-def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_path: Path) -> None:
-    from sensor_msgs.msg import JointState
+def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the_limits(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """SIGSTOP the agent while the arm moves at speed, the mock's time running on as a real
+    arm's does: the last command's braking tail stops the arm, and the agent, woken, carries
+    on from there; the mock counts no violation (before, the controller held a moving
+    reference's last point, and the next command jumped by 10-16 rad/s^2)."""
+    start_node(
+        processes,
+        MOCK,
+        tmp_path,
+        params_files=(CONFIG,),
+        params={"speed_factor": 1.0, "lockstep": False},
+        ready_text="mock Panda ready",
+        label="mock_hardware",
+    )
+    # (A state_timeout longer than the freeze: a frozen agent's last joint state is old
+    # when it wakes, which can rightly fail the step; that is not what this tests.)
+    agent = start_node(
+        processes,
+        AGENT,
+        tmp_path,
+        params_files=(CONFIG,),
+        params={"use_sim_time": True, "state_timeout": 3.0},
+        label="panda_agent",
+    )
+    with (
+        RLClient(connect_timeout=30, reset_timeout=30) as client,
+        Listener(JointState, "/franka/joint_states", qos_profile_sensor_data) as arm,
+    ):
+        client.reset(seed=0)
+        arm.wait()
+        for pushes in range(3):
+            for _ in range(4):
+                moving = client.step([1.0, -1.0, -1.0] if pushes % 2 == 0 else [-1.0, 1.0, 1.0]).observation[7:14]
+            assert np.max(np.abs(moving)) > 0.2, moving  # at speed when it freezes
+            agent.kill(signal.SIGSTOP)
+            try:
+                arm.spin_for(1.0)
+            finally:
+                agent.kill(signal.SIGCONT)
+            velocity = arm.latest.velocity
+            assert np.max(np.abs(velocity)) < 0.02, velocity  # braked to rest, not holding on
+        for _ in range(3):  # the woken agent's first commands are what could jump
+            client.step([0.0, 0.0, 0.0])
+    assert limit_violations() == 0
 
+
+def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """joint_trajectory_controller refuses, by default since Jazzy, a trajectory whose last
+    point still moves; the mock does too, and counts it (the agent must never send one)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock Panda ready")
+    context = init_private_context()
+    node = Node("rogue_commander", context=context)
+    publisher = node.create_publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", 10)
+    deadline = time.monotonic() + 10
+    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    goal = panda.HOME + 0.01
+    moving = JointTrajectoryPoint(
+        positions=list(goal), velocities=[0.1] * 7, time_from_start=Duration(nanosec=500_000_000)
+    )
+    publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[moving]))
+    try:
+        assert limit_violations() == 1
+        at_rest = JointTrajectoryPoint(positions=list(goal), velocities=[0.0] * 7, time_from_start=Duration(sec=1))
+        publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[at_rest]))
+        time.sleep(2.0)  # a second of simulated motion (speed factor 1)
+        assert limit_violations() == 1
+        state = first_message(JointState, "/franka/joint_states", qos_profile_sensor_data)
+        np.testing.assert_allclose(state.position, goal, atol=2e-3)  # the accepted one was followed
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+
+
+def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_path: Path) -> None:
     from spin_decoupler_ros.rl.client import init_private_context
 
     start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock Panda ready")
@@ -201,6 +319,7 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     assert float(rows[-1]["requested_duration"]) == pytest.approx(0.1)
     results = json.loads((run_dir / "results.json").read_text())
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
+    assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
 
 
 def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(

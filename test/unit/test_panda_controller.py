@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from franka_agent.core import panda
+from franka_agent.core.command_check import command_violations
 from franka_agent.core.controller import PandaController
+from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
-from franka_agent.inprocess_env import InProcessPandaReachEnv
+from franka_agent.inprocess_env import InProcessPandaReachEnv, _points
 
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 PERIOD = 10_000_000  # 100 Hz
@@ -65,7 +67,79 @@ def test_commands_are_stamped_now_with_points_a_period_apart() -> None:
     c.start(panda.HOME, 0)
     command = c.command(123 * PERIOD)
     assert command is not None and command.stamp_ns == 123 * PERIOD and command.period_ns == PERIOD
-    assert len(command.points) == 4
+    assert len(command.points) == 4  # at rest: the plan, and no braking to do
+
+
+def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
+    """A joint controller that hears nothing more runs to the end of the last command:
+    that end must be at rest, reached within the acceleration limits (and newer
+    joint_trajectory_controllers refuse a trajectory that ends moving)."""
+    c = controller()
+    c.start(panda.HOME, 0)
+    c.act(np.array([1.0, -1.0, -1.0]))
+    longest = 0
+    for k in range(40):
+        command = c.command(k * PERIOD)
+        assert command is not None
+        velocities = np.array([v for _, v in command.points])
+        np.testing.assert_array_equal(velocities[-1], 0.0)
+        seconds = np.array(command.times_ns) / 1e9
+        assert np.all(np.diff(seconds) > 0)
+        rates = np.abs(np.diff(velocities, axis=0)) / np.diff(seconds)[:, None]
+        assert np.all(rates <= c.limits.acceleration * (1 + 1e-6)), rates.max()
+        longest = max(longest, len(command.points))
+    assert 3 < longest <= 3 + 7  # the arm got moving: a braking knot per joint at most
+
+
+def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[str], PandaSim]:
+    """The controller commanding the simulated arm as the agent commands the mock, except
+    that before tick k in ``stalls`` it sends nothing for that many periods while the
+    arm runs on. Returns what the mock's check finds in the commands, and the sim."""
+    sim = PandaSim()
+    kinematics = PandaKinematics()
+    c = PandaController(mode, MotionLimits(acceleration_fraction=1.0), BOX, PERIOD)
+    c.start(sim.q, 0)
+    rng = np.random.default_rng(1)
+    found: list[str] = []
+    now = 0
+    for k in range(ticks):
+        if k in stalls:
+            gap = round(stalls[k] * PERIOD)
+            sim.step(gap // 1_000_000)
+            now += gap
+        if k % 10 == 0:
+            c.act(rng.choice([-1.0, 1.0], size=c.action_size))
+        command = c.command(now)
+        assert command is not None
+        points = _points(command)
+        found += command_violations(points, now / 1e9, sim.time, sim.follower, BOX, kinematics)
+        sim.command(points, now / 1e9)
+        sim.step(PERIOD // 1_000_000)
+        now += PERIOD
+    return found, sim
+
+
+@pytest.mark.parametrize("mode", ["ee_delta", "joint_delta"])
+def test_an_agent_that_stalls_mid_motion_never_makes_the_commands_jump(mode: str) -> None:
+    """Late ticks (1.5 to 40 periods, on and off the period grid) pick up from where the
+    commands already sent put the joint controller, so not one command breaks a limit
+    (before, a stall past the third point left the controller holding at rest while the
+    agent carried on at speed: 10-16 rad/s^2 at the next command)."""
+    stalls = {
+        k: late
+        for k, late in zip(range(25, 400, 25), [1.5, 2, 2.5, 3, 4, 5.7, 8, 12, 20, 40, 2, 3, 6, 1.7, 30], strict=True)
+    }
+    found, _ = drive(400, stalls, mode)
+    assert found == []
+
+
+def test_a_long_stall_leaves_the_arm_at_rest() -> None:
+    sim = drive(30, {})[1]
+    assert np.max(np.abs(sim.dq)) > 0.1  # moving when the agent falls silent
+    sim.step(300)
+    np.testing.assert_array_equal(sim.follower.sample(sim.time)[1], 0.0)  # the reference has stopped
+    sim.step(1500)
+    assert np.max(np.abs(sim.dq)) < 1e-3  # and the arm with it
 
 
 def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
@@ -81,8 +155,6 @@ def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
             break
         command = c.command(now)
         assert command is not None
-        from franka_agent.inprocess_env import _points
-
         sim.command(_points(command), now / 1e9)
         sim.step(10)
         now += PERIOD

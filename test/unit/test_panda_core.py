@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import ArmMotion, MotionLimits, ReferenceGenerator, WorkspaceBox
+from franka_agent.core.motion import ArmMotion, MotionLimits, ReferenceGenerator, WorkspaceBox, braking_knots
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
-from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
+from franka_agent.core.sim import PandaSim
+from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint, sample_knots
 
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 
@@ -195,3 +196,50 @@ def test_a_new_trajectory_starts_from_the_current_desired_state() -> None:
     after = follower.sample(0.5)
     np.testing.assert_allclose(after[0], before[0])
     np.testing.assert_allclose(after[1], before[1])
+
+
+def test_simulated_time_is_whole_nanoseconds_that_never_drift() -> None:
+    """Stamps and sim-time timers live on a nanosecond grid; a float sum of timesteps
+    once put the mock's clock 1 ns short of the agent's next tick (a 0.2 s stall)."""
+    sim = PandaSim(physics_rate=1000.0)
+    sim.step(54_321)
+    assert sim.time_ns == 54_321_000_000
+    assert PandaSim(physics_rate=3000.0).timestep_ns == 333_333
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1.1, 1.1), min_size=7, max_size=7))
+def test_braking_knots_stop_every_joint_at_its_limit_and_interpolate_exactly(velocity: list[float]) -> None:
+    limits = MotionLimits(acceleration_fraction=0.8)
+    v = np.array(velocity)
+    knots = braking_knots(panda.HOME, v, limits)
+    if not np.any(v):
+        assert knots == []
+        return
+    assert len(knots) <= 7
+    times = np.array([0.0, *(t_ns * 1e-9 for t_ns, _, _ in knots)])
+    positions = [panda.HOME, *(q for _, q, _ in knots)]
+    velocities = [v, *(knot_v for _, _, knot_v in knots)]
+    np.testing.assert_array_equal(velocities[-1], 0.0)  # exactly: a controller refuses "almost"
+    # Each joint stops where braking at its limit stops it, no further.
+    np.testing.assert_allclose(positions[-1] - panda.HOME, v * np.abs(v) / (2 * limits.acceleration), atol=1e-9)
+    # Sampled as a joint trajectory controller samples it, it never brakes harder than that.
+    t = np.linspace(0.0, times[-1], 400)
+    sampled = np.array([sample_knots(times, positions, velocities, ti)[1] for ti in t])
+    assert np.all(np.abs(np.diff(sampled, axis=0)) <= limits.acceleration * (t[1] - t[0]) * (1 + 1e-6) + 1e-9)
+
+
+def test_a_point_at_the_instant_of_arrival_counts_as_past() -> None:
+    """Float seconds from integer stamps differ in the last bits: a point 1e-15 s ahead
+    is the same instant, not a segment that needs an infinite acceleration."""
+    follower = TrajectoryFollower(np.zeros(7))
+    start, now = 271.15, 271.16  # simulated seconds, from integer nanoseconds
+    first = (now - start) + 3e-14
+    assert start + first > now  # a few ulps ahead
+    follower.set_trajectory(
+        now,
+        [TrajectoryPoint(first, np.full(7, 0.5), np.ones(7)), TrajectoryPoint(0.02, np.full(7, 0.01), np.zeros(7))],
+        start,
+    )
+    _, v = follower.sample(now + 0.001)
+    assert np.all(np.abs(v) < 5.0), v

@@ -113,5 +113,4 @@ class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
 
 
 def _points(command: Command) -> list[TrajectoryPoint]:
-    period = command.period_ns / NS
-    return [TrajectoryPoint((i + 1) * period, q, v) for i, (q, v) in enumerate(command.points)]
+    return [TrajectoryPoint(t_ns / NS, q, v) for t_ns, (q, v) in zip(command.times_ns, command.points, strict=True)]

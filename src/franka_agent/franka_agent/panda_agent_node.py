@@ -17,7 +17,8 @@ Action (``action_mode``):
   position, velocity and acceleration limits (``velocity_fraction``,
   ``acceleration_fraction`` of the Panda's, ``joint_margin`` from its stops), and the
   agent sends the next ``trajectory_points`` periods of it, positions and velocities,
-  so the controller interpolates smoothly and rides out a late tick.
+  then the reference braking to rest: the controller interpolates smoothly, rides out a
+  late tick, and, if the agent falls silent, stops the arm within the limits.
 Observation (17 values): joint positions (7, rad), joint velocities (7, rad/s), TCP
   position (3, m, base frame), from the latest joint state.
 Safe null action: zero displacement: the reference brakes within the limits and holds.
@@ -29,6 +30,7 @@ Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, o
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 from builtin_interfaces.msg import Duration
@@ -64,12 +66,10 @@ class PandaAgent(AgentNode):
         self._order: list[int] | None = None
         self._order_names: list[str] = []
         self._reset_started_ns: int | None = None
+        self._sent_wall = 0.0  # monotonic time the last command went out
+        self._starting = False  # the next apply_action is the one at a step's start
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
-        self._trajectory.points = [JointTrajectoryPoint() for _ in range(self.controller.trajectory_points)]
-        period = self.params.control_period_ns
-        for i, point in enumerate(self._trajectory.points):
-            sec, nanosec = divmod((i + 1) * period, 1_000_000_000)
-            point.time_from_start = Duration(sec=sec, nanosec=nanosec)
+        self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # High-rate state, sensor-data QoS (best effort, shallow); commands reliable.
         self._state_sub = self.create_subscription(
             JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
@@ -175,7 +175,8 @@ class PandaAgent(AgentNode):
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
         if self._q is None:
             raise RuntimeError(f"no joint state received on {self.joint_states_topic} yet")
-        age = ns_to_seconds(self.now_ns() - self._state_ns)
+        # (A state heard before a simulated clock started, at time 0, is as fresh as the clock.)
+        age = ns_to_seconds(self.now_ns() - self._state_ns) if self._state_ns else 0.0
         if age > self.state_timeout:
             raise RuntimeError(
                 f"joint state on {self.joint_states_topic} is {age:.3f} s old (state_timeout {self.state_timeout} s)"
@@ -193,15 +194,22 @@ class PandaAgent(AgentNode):
             # Never sent: plan again from where the arm really is, and say so (the
             # episode fails with this text and the arm holds).
             q, _ = self._measured()
-            self.controller.motion.reset(q)  # type: ignore[union-attr]
+            self.controller.replan_from(q)
             raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
         # Stamped with the time the plan counts from: like joint_trajectory_controller,
         # the receiver keeps the plan's timing whatever the transport delay.
         set_stamp(self._trajectory.header.stamp, command.stamp_ns)
-        for point, (q, v) in zip(self._trajectory.points, command.points, strict=True):
+        while len(self._points) < len(command.points):
+            self._points.append(JointTrajectoryPoint())
+        for point, (q, v), t_ns in zip(self._points, command.points, command.times_ns, strict=False):
+            sec, nanosec = divmod(t_ns, 1_000_000_000)
+            if point.time_from_start.sec != sec or point.time_from_start.nanosec != nanosec:
+                point.time_from_start = Duration(sec=sec, nanosec=nanosec)
             point.positions = float64_field(q)
             point.velocities = float64_field(v)
+        self._trajectory.points = self._points[: len(command.points)]
         self._command_pub.publish(self._trajectory)
+        self._sent_wall = time.monotonic()
 
     # -- AgentNode hooks ----------------------------------------------------------------
 
@@ -213,8 +221,16 @@ class PandaAgent(AgentNode):
         q, _ = self._measured()
         self.controller.start(q, self.now_ns())
         self.controller.act(action)  # takes hold after the committed period
+        self._starting = True
 
     def apply_action(self, action: np.ndarray) -> None:
+        starting, self._starting = self._starting, False
+        if starting and time.monotonic() - self._sent_wall > 2 * ns_to_seconds(self.params.control_period_ns):
+            # No command went out for two control periods of wall time: this process was
+            # frozen or starved, and a simulated clock may not have caught up yet. A
+            # command timed from it would lie in the past, and a joint controller jumps
+            # to the first point still ahead. The next tick, on a current clock, sends it.
+            return
         self._command()
 
     def safe_hold(self) -> None:

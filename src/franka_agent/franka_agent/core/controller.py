@@ -13,18 +13,22 @@ import numpy as np
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import ArmMotion, MotionLimits, WorkspaceBox
+from franka_agent.core.motion import ArmMotion, MotionLimits, MotionState, WorkspaceBox, braking_knots
+from franka_agent.core.trajectory import sample_knots
 
 NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
 class Command:
-    """A short trajectory: ``points`` (q, v) at ``period``, 2 ``period``... after ``stamp_ns``."""
+    """A short trajectory: ``points`` (q, v) at ``times_ns`` after ``stamp_ns``: the planned
+    ones a control period apart (``period``, 2 ``period``...), then the knots of braking to
+    rest (the last point is at rest)."""
 
     stamp_ns: int
     period_ns: int
     points: list[tuple[np.ndarray, np.ndarray]]
+    times_ns: list[int]
 
 
 class PandaController:
@@ -38,9 +42,16 @@ class PandaController:
     period and spike the acceleration). A new action therefore takes hold one control
     period after it arrives.
 
+    Every command ends braking to rest, so a joint controller that hears nothing more
+    (the agent stalled or died) stops the arm within the limits instead of holding a
+    moving reference's last point. A tick that comes late therefore carries on from
+    where the commands already sent put the joint controller at the new horizon, which
+    may be part-way down that braking tail, not from where the plan would have been.
+
     :param mode: "ee_delta" or "joint_delta" (see ``ArmMotion``).
     :param period_ns: control period.
-    :param trajectory_points: points per command (the committed one and the next ones).
+    :param trajectory_points: planned points per command (the committed one and the next
+        ones); the braking tail follows them.
     """
 
     def __init__(
@@ -66,6 +77,11 @@ class PandaController:
         self.kinematics = PandaKinematics()
         self.motion: ArmMotion | None = None  # created from the first measured state
         self._reference_ns = 0  # the time the reference state refers to (one period ahead)
+        self._sent_start_ns = 0  # the time of the last command's first point
+        self._sent_plan: list[MotionState] = []  # its planned points, exactly
+        self._sent_times = np.zeros(0)  # every point's time after the first (s)
+        self._sent_q: list[np.ndarray] = []
+        self._sent_v: list[np.ndarray] = []
         self._pending_action: np.ndarray | None = None
         self._pending_goal: np.ndarray | None = None
         self._pending_stop = False
@@ -105,9 +121,16 @@ class PandaController:
         # If the arm is not where the reference thinks (moved by hand after a fault, say)
         # and at rest, start again from where it really is.
         if motion is not None and q is not None and np.max(np.abs(q - motion.q)) > 0.05 and np.max(np.abs(dq)) < 0.05:
-            motion.reset(q)
+            self.replan_from(q)
         self._pending_action = None
         self._pending_goal = self.reset_goal
+
+    def replan_from(self, q: np.ndarray) -> None:
+        """Start the reference again, at rest, from a measured configuration (forgetting
+        what was sent: the joint controller gets a new plan from there)."""
+        if self.motion is not None:
+            self.motion.reset(q)
+        self._sent_plan = []
 
     def reset_reached(self, q: np.ndarray, dq: np.ndarray) -> bool:
         """Whether the arm rests at the reset goal (keep calling ``command`` meanwhile)."""
@@ -131,8 +154,7 @@ class PandaController:
             return None
         period = self.period_ns / NS
         horizon = now_ns + self.period_ns
-        motion.step(min(max((horizon - self._reference_ns) / NS, 0.0), 3 * period))
-        self._reference_ns = horizon
+        self._commit_reference(horizon)
         if self._pending_action is not None:
             motion.act(self._pending_action)
         elif self._pending_goal is not None:
@@ -143,8 +165,37 @@ class PandaController:
         self._pending_stop = False
         # ArmMotion keeps every reference within the joint limits and, braking included,
         # inside the workspace box: what it plans is what is sent.
-        points = [(motion.q, motion.v), *motion.rollout(period, self.trajectory_points - 1)]
-        return Command(now_ns, self.period_ns, points)
+        plan = [motion.state, *motion.preview(period, self.trajectory_points - 1)]
+        points = [(state.q, state.v) for state in plan]
+        times_ns = [(i + 1) * self.period_ns for i in range(len(plan))]
+        for after_ns, q, v in braking_knots(plan[-1].q, plan[-1].v, self.limits):
+            points.append((q, v))
+            times_ns.append(times_ns[len(plan) - 1] + after_ns)
+        self._sent_start_ns = horizon
+        self._sent_plan = plan
+        self._sent_times = (np.array(times_ns) - self.period_ns) / NS
+        self._sent_q = [q for q, _ in points]
+        self._sent_v = [v for _, v in points]
+        return Command(now_ns, self.period_ns, points, times_ns)
+
+    def _commit_reference(self, horizon_ns: int) -> None:
+        """Move the reference to the horizon: one period along the plan when on time (the
+        point the last command promised); when late by half a period or more, to where
+        the commands sent put the joint controller then (its plan, or the braking tail)."""
+        motion = self.motion
+        assert motion is not None
+        gap_ns = horizon_ns - self._reference_ns
+        self._reference_ns = horizon_ns
+        if not self._sent_plan or 2 * gap_ns < 3 * self.period_ns:
+            motion.step(min(max(gap_ns / NS, 0.0), 3 * self.period_ns / NS))
+            return
+        since_ns = horizon_ns - self._sent_start_ns
+        index, offset_ns = divmod(since_ns, self.period_ns)
+        if offset_ns == 0 and index < len(self._sent_plan):
+            motion.adopt(self._sent_plan[index])  # a planned point, with all it came from
+            return
+        q, v = sample_knots(self._sent_times, self._sent_q, self._sent_v, since_ns / NS)
+        motion.adopt(motion.state_of(q, v))
 
     def observation(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """The agent's observation: joint positions, joint velocities, TCP position."""

@@ -14,6 +14,10 @@ Pure numpy. The pieces:
   reset) sets the joint goal directly. Whatever the goal, a step is taken only if the
   arm could still brake from it, within the acceleration limits, without the TCP
   leaving the workspace box; otherwise the reference brakes instead.
+- ``braking_knots``: the tail every command ends with, each joint braking to rest
+  within its acceleration limit, so that a joint controller which hears nothing more
+  brings the arm to rest smoothly (and newer joint_trajectory_controllers, which refuse
+  trajectories that end moving, accept it).
 """
 
 from __future__ import annotations
@@ -156,15 +160,6 @@ class ReferenceGenerator:
         self.q, self.v = self.advance(self.q, self.v, dt)
         return self.q, self.v
 
-    def rollout(self, period: float, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The next ``count`` references, ``period`` apart, without advancing."""
-        q, v = self.q, self.v
-        points = []
-        for _ in range(count):
-            q, v = self.advance(q, v, period)
-            points.append((q, v))
-        return points
-
     def settled(self, position_tolerance: float = 1e-3, velocity_tolerance: float = 1e-2) -> bool:
         return bool(
             np.all(np.abs(self.goal - self.q) < position_tolerance) and np.all(np.abs(self.v) < velocity_tolerance)
@@ -201,6 +196,32 @@ class ReferenceGenerator:
         return np.sqrt(np.maximum(radicand, 0.0)) - a * dt
 
 
+def braking_knots(q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """How the reference (q, v) brakes to rest: every joint slows at its acceleration
+    limit until it stops. Returned as knots (ns after (q, v), q, v), one at each joint's
+    stopping time, so that between knots every joint either brakes at a constant rate or
+    rests: cubic interpolation through them, which is what a joint trajectory controller
+    does, is then the braking exactly. At most one knot per joint; none at rest.
+
+    Joint-wise braking is what ``ArmMotion`` keeps viable at every step (it never plans a
+    state from which it would leave the workspace box or the joint limits)."""
+    speed = np.abs(v)
+    moving = speed > 0.0
+    if not np.any(moving):
+        return []
+    # Whole nanoseconds, rounded up (and at least a microsecond, so no segment is too short
+    # to interpolate): each joint decelerates a hair under its limit.
+    stop_ns = np.where(moving, np.maximum(np.ceil(speed / limits.acceleration * 1e9), 1000.0), 0.0)
+    deceleration = np.where(moving, speed / np.maximum(stop_ns, 1.0) * 1e9, 0.0)
+    direction = np.where(moving, np.sign(v), 0.0)
+    times_ns = np.unique(stop_ns[moving])
+    elapsed = np.minimum(times_ns[:, None], stop_ns[None, :]) * 1e-9  # each joint brakes until it stops
+    still_braking = stop_ns[None, :] > times_ns[:, None]
+    velocities = np.where(still_braking, direction * (speed - deceleration * elapsed), 0.0)
+    positions = np.clip(q + direction * (speed * elapsed - 0.5 * deceleration * elapsed**2), limits.lower, limits.upper)
+    return [(int(t_ns), positions[i], velocities[i]) for i, t_ns in enumerate(times_ns)]
+
+
 def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
     """The largest factor <= 1 that brings every element of ``vector`` within ``limit``
     (elements that are zero constrain nothing)."""
@@ -235,7 +256,9 @@ def solve_ik(
 
 
 @dataclass
-class _State:
+class MotionState:
+    """Everything ``ArmMotion`` advances from: replaying one restores its plan exactly."""
+
     q: np.ndarray  # joint reference
     v: np.ndarray
     x: np.ndarray  # Cartesian reference of the TCP
@@ -304,6 +327,25 @@ class ArmMotion:
     @property
     def v(self) -> np.ndarray:
         return self.joints.v
+
+    @property
+    def state(self) -> MotionState:
+        """The reference now (q, v, and the Cartesian reference and IK seed it came from)."""
+        return self._state()
+
+    def state_of(self, q: np.ndarray, v: np.ndarray) -> MotionState:
+        """A reference state for joints at (q, v): the Cartesian reference on the TCP,
+        moving with it, and the IK seed on the joints."""
+        tcp, jacobian = self.kinematics.tcp_and_jacobian(q)
+        return MotionState(q.copy(), v.copy(), tcp, jacobian @ v, q.copy(), self._box_risk(q, v))
+
+    def adopt(self, state: MotionState) -> None:
+        """Carry on from ``state`` (where the joint controller is, after a late tick) with
+        the same goals: every step from any state within the limits stays within them."""
+        self.joints.q, self.joints.v = state.q.copy(), state.v.copy()
+        self.cartesian.q, self.cartesian.v = state.x.copy(), state.xv.copy()
+        self._ik = state.ik.copy()
+        self._risk = state.risk
 
     # -- commands -----------------------------------------------------------------------
 
@@ -388,14 +430,14 @@ class ArmMotion:
             self.joints.goal = state.ik
         return state.q, state.v
 
-    def rollout(self, period: float, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The next ``count`` joint references, ``period`` apart, without advancing."""
+    def preview(self, period: float, count: int) -> list[MotionState]:
+        """The next ``count`` reference states, ``period`` apart, without advancing."""
         state = self._state()
-        points = []
+        states = []
         for _ in range(count):
             state, _ = self._advance(state, period)
-            points.append((state.q, state.v))
-        return points
+            states.append(state)
+        return states
 
     def _advance_move_home(self) -> None:
         goal = self._final_goal
@@ -406,12 +448,12 @@ class ArmMotion:
         elif self._phase == "posture" and (np.max(np.abs(self.joints.q - goal)) < 0.05 or self._phase_ticks > 1000):
             self.move_joints(goal)  # close enough (or as close as the null space gets): the joints
 
-    def _state(self) -> _State:
+    def _state(self) -> MotionState:
         if self._risk is None:
             self._risk = self._box_risk(self.joints.q, self.joints.v)
-        return _State(self.joints.q, self.joints.v, self.cartesian.q, self.cartesian.v, self._ik, self._risk)
+        return MotionState(self.joints.q, self.joints.v, self.cartesian.q, self.cartesian.v, self._ik, self._risk)
 
-    def _advance(self, state: _State, dt: float) -> tuple[_State, bool]:
+    def _advance(self, state: MotionState, dt: float) -> tuple[MotionState, bool]:
         if dt <= 0.0:  # no time passes (two commands at one clock reading): no motion
             return state, False
         x, xv, ik = state.x, state.xv, state.ik
@@ -427,11 +469,11 @@ class ArmMotion:
             q, v = self._joint_step(state.q, state.v, goal, dt)
         risk = self._box_risk(q, v)
         if risk <= max(state.risk, 0.0) + 1e-5:
-            return _State(q, v, x, xv, ik, risk), False
+            return MotionState(q, v, x, xv, ik, risk), False
         # Not viable: braking from there could take the TCP out of the box. Brake now.
         a = self.limits.acceleration
         q, v = self._joint_step(state.q, state.v, state.q + state.v * np.abs(state.v) / (2 * a), dt)
-        return _State(q, v, self.kinematics.tcp(q), np.zeros(3), q, self._box_risk(q, v)), True
+        return MotionState(q, v, self.kinematics.tcp(q), np.zeros(3), q, self._box_risk(q, v)), True
 
     def _follow_ik(
         self, q: np.ndarray, v: np.ndarray, ik: np.ndarray, ik_before: np.ndarray, dt: float

@@ -29,8 +29,13 @@ class PandaSim:
         p_gains: Sequence[float] = DEFAULT_P_GAINS,
         d_gains: Sequence[float] = DEFAULT_D_GAINS,
     ) -> None:
-        self.model = mujoco.MjModel.from_xml_string(panda_mjcf(timestep=1.0 / physics_rate))
+        # Time is counted in whole physics steps of whole nanoseconds: a float that adds up
+        # the timestep drifts off the nanosecond grid that stamps and timers live on (the
+        # mock's clock once read 1 ns short of a tick the agent waited for).
+        self.timestep_ns = round(1e9 / physics_rate)
+        self.model = mujoco.MjModel.from_xml_string(panda_mjcf(timestep=self.timestep_ns * 1e-9))
         self.data = mujoco.MjData(self.model)
+        self.steps_taken = 0
         self.p_gains = np.asarray(p_gains, dtype=np.float64)
         self.d_gains = np.asarray(d_gains, dtype=np.float64)
         self.follower = TrajectoryFollower(panda.HOME)
@@ -38,8 +43,13 @@ class PandaSim:
         self.place(panda.HOME)
 
     @property
+    def time_ns(self) -> int:
+        """Simulated time (ns), exact."""
+        return self.steps_taken * self.timestep_ns
+
+    @property
     def time(self) -> float:
-        return float(self.data.time)
+        return self.time_ns * 1e-9
 
     @property
     def timestep(self) -> float:
@@ -73,7 +83,9 @@ class PandaSim:
         """Advance ``steps`` physics steps, the joint PD tracking the trajectory."""
         model, data = self.model, self.data
         for _ in range(steps):
-            q_desired, v_desired = self.follower.sample(data.time)
+            q_desired, v_desired = self.follower.sample(self.time)
             torque = self.p_gains * (q_desired - data.qpos) + self.d_gains * (v_desired - data.qvel)
             data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
             mujoco.mj_step(model, data)
+            self.steps_taken += 1
+            data.time = self.time

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Points closer in time than this are one instant (float seconds from integer stamps
+# differ in the last bits; a 1e-15 s segment would mean an infinite acceleration).
+TIME_EPSILON = 1e-9
+
 
 @dataclass(frozen=True)
 class TrajectoryPoint:
@@ -45,7 +49,7 @@ class TrajectoryFollower:
         previous_t, previous_q = now, q0
         for point in points:
             t = start + point.time
-            if t <= previous_t:
+            if t <= previous_t + TIME_EPSILON:
                 continue  # already past (or not increasing): like JTC, keep only what lies ahead
             linear = (point.positions - previous_q) / (t - previous_t)
             v = linear if point.velocities is None else point.velocities
@@ -61,23 +65,30 @@ class TrajectoryFollower:
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Desired (q, v) at time ``t``."""
-        times = self._knot_times
-        if t >= times[-1]:
-            return self._knot_q[-1].copy(), np.zeros_like(self._knot_q[-1])
-        if t <= times[0]:
-            return self._knot_q[0].copy(), self._knot_v[0].copy()
-        i = int(np.searchsorted(times, t, side="right")) - 1
-        h = times[i + 1] - times[i]
-        s = (t - times[i]) / h
-        p0, p1 = self._knot_q[i], self._knot_q[i + 1]
-        m0, m1 = self._knot_v[i] * h, self._knot_v[i + 1] * h
-        s2, s3 = s * s, s * s * s
-        position = (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * m0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * m1
-        velocity = (
-            (6 * s2 - 6 * s) * p0 + (3 * s2 - 4 * s + 1) * m0 + (-6 * s2 + 6 * s) * p1 + (3 * s2 - 2 * s) * m1
-        ) / h
-        return position, velocity
+        return sample_knots(self._knot_times, self._knot_q, self._knot_v, t)
 
     @property
     def end_time(self) -> float:
         return float(self._knot_times[-1])
+
+
+def sample_knots(
+    times: np.ndarray, positions: list[np.ndarray], velocities: list[np.ndarray], t: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) at ``t`` on the cubic Hermite spline through the knots, as
+    joint_trajectory_controller samples it: held at the first knot before it, and at rest
+    on the last one after it. (Exact for a reference that moves at constant acceleration
+    between knots, as ``ArmMotion``'s does.)"""
+    if t >= times[-1]:
+        return positions[-1].copy(), np.zeros_like(positions[-1])
+    if t <= times[0]:
+        return positions[0].copy(), velocities[0].copy()
+    i = int(np.searchsorted(times, t, side="right")) - 1
+    h = times[i + 1] - times[i]
+    s = (t - times[i]) / h
+    p0, p1 = positions[i], positions[i + 1]
+    m0, m1 = velocities[i] * h, velocities[i + 1] * h
+    s2, s3 = s * s, s * s * s
+    position = (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * m0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * m1
+    velocity = ((6 * s2 - 6 * s) * p0 + (3 * s2 - 4 * s + 1) * m0 + (-6 * s2 + 6 * s) * p1 + (3 * s2 - 2 * s) * m1) / h
+    return position, velocity

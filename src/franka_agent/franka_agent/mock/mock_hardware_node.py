@@ -6,7 +6,9 @@ What the agent sees is what franka_ros2 v0.1.0 gives it on the real robot:
   a new message replaces the current trajectory, which is interpolated from the
   controller's current desired state (cubic Hermite through points with velocities)
   and tracked by a joint PD with franka_ros2's gains, at the physics rate (1 kHz),
-  on an arm whose gravity is compensated like the real one's;
+  on an arm whose gravity is compensated like the real one's; a trajectory that ends
+  moving is refused, as joint_trajectory_controller does by default since Jazzy
+  (``allow_nonzero_velocity_at_trajectory_end``);
 - ``/franka/joint_states`` and ``/joint_states`` (sensor_msgs/JointState) with
   ``panda_joint1..7``, the Panda's limits and franka_ros2's home pose.
 
@@ -46,6 +48,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from franka_agent.core import panda
+from franka_agent.core.command_check import command_violations
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import WorkspaceBox
 from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, PandaSim
@@ -55,9 +58,6 @@ from spin_decoupler_ros.params import declare_bool, declare_float, declare_float
 
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-# A limit is violated when exceeded by more than this share (floating-point and
-# interpolation slack, far below anything physical).
-LIMIT_TOLERANCE = 1e-3
 
 
 class MockPandaHardware(Node):
@@ -105,6 +105,12 @@ class MockPandaHardware(Node):
             low=1.0,
             high=publish_rate,
         )
+        self.allow_nonzero_velocity_at_trajectory_end = declare_bool(
+            self,
+            "allow_nonzero_velocity_at_trajectory_end",
+            False,
+            "accept trajectories that end moving (joint_trajectory_controller: true in Humble, false since Jazzy)",
+        )
         self.reset_noise = declare_float(
             self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
         )
@@ -147,7 +153,8 @@ class MockPandaHardware(Node):
         # same to nodes on /clock and to nodes on wall time (at speed 1, as on the robot).
         self._epoch_ns = time.time_ns()
         self._chunk = self._steps_per_publish * self.sim.timestep
-        self._horizon: float | None = None  # lockstep: simulate no further than this
+        self._chunk_ns = self._steps_per_publish * self.sim.timestep_ns
+        self._horizon_ns: int | None = None  # lockstep: simulate no further than this (sim ns)
         self._waiting_since: float | None = None
         self._joint_states_every = max(1, round(publish_rate / self.joint_states_rate))
         self._chunks = 0
@@ -202,14 +209,16 @@ class MockPandaHardware(Node):
         Without a command (none yet, or the controller went quiet) time still moves, one
         chunk per ``lockstep_timeout``, so the controller's clock can reach its next tick.
         """
-        if not self.lockstep or (self._horizon is not None and self.sim_time + self._chunk <= self._horizon + 1e-9):
+        if not self.lockstep or (
+            self._horizon_ns is not None and self.sim.time_ns + self._chunk_ns <= self._horizon_ns
+        ):
             self._waiting_since = None
             return False
         if self._waiting_since is None:
             self._waiting_since = wall
         if wall - self._waiting_since < self.lockstep_timeout:
             return True
-        if self._horizon is not None:
+        if self._horizon_ns is not None:
             self.get_logger().warning(
                 f"no command for {self.lockstep_timeout:g} s (wall): time runs on without one",
                 throttle_duration_sec=5.0,
@@ -222,7 +231,7 @@ class MockPandaHardware(Node):
         self._publish_state()
 
     def _stamp(self) -> Time:
-        sec, nanosec = divmod(self._epoch_ns + round(self.sim_time * 1e9), 1_000_000_000)
+        sec, nanosec = divmod(self._epoch_ns + self.sim.time_ns, 1_000_000_000)
         return Time(sec=sec, nanosec=nanosec)
 
     def _publish_state(self) -> None:
@@ -263,37 +272,30 @@ class MockPandaHardware(Node):
                 return
             t = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
             points.append(TrajectoryPoint(t, positions[order], velocities[order] if velocities.size else None))
+        ends_moving = bool(points) and points[-1].velocities is not None and np.any(points[-1].velocities != 0.0)
+        if ends_moving and not self.allow_nonzero_velocity_at_trajectory_end:
+            # What joint_trajectory_controller does (its default since Jazzy): a trajectory
+            # that ends moving would leave the arm holding a moving reference.
+            self.get_logger().error("rejected a trajectory whose last point has a non-zero velocity")
+            self._count_violation("a trajectory ending with a non-zero velocity")
+            return
         self.commands += 1
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        start = (stamp_ns - self._epoch_ns) * 1e-9 if stamp_ns > 0 else self.sim_time
+        start_ns = stamp_ns - self._epoch_ns if stamp_ns > 0 else self.sim.time_ns
+        start = start_ns * 1e-9
         self._check_limits(points, start)
         self.sim.command(points, start)
         if points:
-            self._horizon = start + points[0].time
+            first = msg.points[0].time_from_start
+            self._horizon_ns = start_ns + first.sec * 1_000_000_000 + first.nanosec
             self._advance_allowed()
 
     def _check_limits(self, points: list[TrajectoryPoint], start: float) -> None:
         """Count what the real controller would refuse or the real arm would fault on."""
-        tolerance = 1.0 + LIMIT_TOLERANCE
-        _, v_previous = self.sim.follower.sample(self.sim_time)
-        t_previous = self.sim_time - start
-        for point in points:
-            if point.time <= t_previous:
-                continue  # already past: the follower drops it too
-            q, v = point.positions, point.velocities
-            if np.any(q < panda.LOWER - 1e-6) or np.any(q > panda.UPPER + 1e-6):
-                self._count_violation(f"position outside the joint limits: {np.round(q, 4)}")
-            if v is not None:
-                if np.any(np.abs(v) > panda.MAX_VELOCITY * tolerance):
-                    self._count_violation(f"velocity above the limits: {np.round(v, 4)}")
-                dt = point.time - t_previous
-                if dt > 0 and np.any(np.abs(v - v_previous) / dt > panda.MAX_ACCELERATION * tolerance):
-                    self._count_violation(f"acceleration above the limits: {np.round((v - v_previous) / dt, 2)}")
-                v_previous = v
-            excess = self.box.excess(self._kinematics.tcp(q))
-            if excess > 1e-3:
-                self._count_violation(f"TCP {excess * 1000:.1f} mm outside the workspace box")
-            t_previous = point.time
+        for violation in command_violations(
+            points, start, self.sim_time, self.sim.follower, self.box, self._kinematics
+        ):
+            self._count_violation(violation)
 
     def _count_violation(self, what: str) -> None:
         self.violations += 1
