@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from franka_agent.robots import start_mock_robots
+from franka_agent.robots import read_limit_violations, start_mock_robots
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer_params["num_agents"] = args.num_agents
     with ProcessGroup() as group:
         try:
-            start_mock_robots(
+            namespaces = start_mock_robots(
                 group, config, args.num_agents, sim_speed=args.sim_speed, log_dir=run_dir, agent_params=agent_params
             )
         except RuntimeError as exc:
@@ -106,12 +106,18 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             time.sleep(0.5)
         code = trainer.returncode()
-    results = run_dir / "results.json"
+        results = run_dir / "results.json"
+        if code == 0 and results.exists():
+            # What the mocks counted: every command checked against the Panda's limits.
+            figures = json.loads(results.read_text())
+            violations = read_limit_violations(namespaces)
+            figures["mock_limit_violations"] = violations if len(violations) > 1 else next(iter(violations.values()))
+            results.write_text(json.dumps(figures, indent=2) + "\n")
     if code == 0 and results.exists():
-        figures = json.loads(results.read_text())
         print(
             f"done: success rate {100 * figures['success_rate']:.0f}% over {figures['eval_episodes']} evaluation "
             f"episodes; {figures['total_timesteps']} steps in {figures['train_seconds']:.0f} s; "
+            f"limit violations counted by the mock hardware: {figures['mock_limit_violations']}; "
             f"see {run_dir}/ (model.zip, steps.csv, learning_curve.png, lat_histogram.png, results.json)",
             flush=True,
         )

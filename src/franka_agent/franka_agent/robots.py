@@ -10,10 +10,11 @@ namespace keeps franka_ros2's names unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from spin_decoupler_ros.core.naming import agent_namespaces
+from spin_decoupler_ros.core.naming import agent_namespaces, join_name
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 ROBOT_TOPICS = (
@@ -76,3 +77,39 @@ def start_mock_robots(
         if not process.wait_for_log(text, timeout=ready_timeout):
             raise RuntimeError(f"{process.name} did not start; its log:\n{process.log_text()}")
     return namespaces
+
+
+def read_limit_violations(namespaces: Sequence[str], timeout: float = 10.0) -> dict[str, int | None]:
+    """Each mock's latched count of limit violations (``<namespace>/mock_hardware/
+    limit_violations``), keyed by namespace ("/" for the root); None where none came."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import UInt64
+
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    context = init_private_context()
+    counts: dict[str, int | None] = {namespace or "/": None for namespace in namespaces}
+    try:
+        node = Node("limit_violation_reader", context=context)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        for namespace in namespaces:
+            key = namespace or "/"
+            topic = join_name(namespace, "mock_hardware/limit_violations")
+
+            def keep(msg: UInt64, key: str = key) -> None:
+                counts[key] = int(msg.data)
+
+            node.create_subscription(UInt64, topic, keep, latched)
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + timeout
+        while None in counts.values() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+    return counts
