@@ -35,6 +35,7 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
     from stable_baselines3.common.callbacks import BaseCallback
 
     from franka_agent.reach_task import PandaReachEnv
+    from spin_decoupler_ros.rl.training import FreezeGarbageCollector
     from spin_decoupler_ros.tools.paths import find_config
     from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -103,7 +104,7 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
             def _on_step(self) -> bool:
                 return time.monotonic() < deadline
 
-        model.learn(total_timesteps=10**9, callback=[Record(), Stop()])
+        model.learn(total_timesteps=10**9, callback=[Record(), Stop(), FreezeGarbageCollector()])
         env.close()
         agent.stop()  # SIGINT: the agent writes its period log on the way out
     periods = np.load(period_log).astype(np.float64) / 1e6  # ms

@@ -33,10 +33,11 @@ from bench.common import isolate_dds, write_result
 
 def train_and_evaluate(env: Any, args: argparse.Namespace) -> dict[str, Any]:
     from spin_decoupler_ros.examples.lunar_lander.train import evaluate, make_ppo
+    from spin_decoupler_ros.rl.training import FreezeGarbageCollector
 
     model = make_ppo(env, seed=args.seed)
     started = time.perf_counter()
-    model.learn(total_timesteps=args.timesteps)
+    model.learn(total_timesteps=args.timesteps, callback=FreezeGarbageCollector())
     wall_s = time.perf_counter() - started
     mean_return, std_return = evaluate(model, env, args.eval_episodes, seed=10_000)
     print(f"  mean return {mean_return:.1f} +- {std_return:.1f}, {wall_s:.0f} s", flush=True)

@@ -132,7 +132,7 @@ class PandaAgent(AgentNode):
             self, "state_timeout", 0.5, "oldest joint state still usable", unit="s", low=0.001, high=60.0
         )
         trajectory_points = declare_int(
-            self, "trajectory_points", 3, "control periods of reference sent with each command", low=2, high=50
+            self, "trajectory_points", 2, "planned points per command, before the braking tail", low=2, high=50
         )
         self.joint_states_topic = declare_str(self, "joint_states_topic", "/joint_states", "joint state input")
         self.command_topic = declare_str(
@@ -225,11 +225,16 @@ class PandaAgent(AgentNode):
 
     def apply_action(self, action: np.ndarray) -> None:
         starting, self._starting = self._starting, False
-        if starting and time.monotonic() - self._sent_wall > 2 * ns_to_seconds(self.params.control_period_ns):
+        silent = time.monotonic() - self._sent_wall
+        if starting and silent > 2 * ns_to_seconds(self.params.control_period_ns):
             # No command went out for two control periods of wall time: this process was
             # frozen or starved, and a simulated clock may not have caught up yet. A
             # command timed from it would lie in the past, and a joint controller jumps
             # to the first point still ahead. The next tick, on a current clock, sends it.
+            self.get_logger().info(
+                f"a step started {silent * 1e3:.0f} ms (wall) after the last command: it goes out with the next tick",
+                throttle_duration_sec=5.0,
+            )
             return
         self._command()
 

@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3.common.vec_env import VecMonitor
 
     from spin_decoupler_ros.rl.training import (
+        FreezeGarbageCollector,
         ProgressCallback,
         StepLogCallback,
         plot_lat_histogram,
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = ProgressCallback(total_timesteps, steps, every=progress_every)
         log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps, callback=[steps, progress])
+        model.learn(total_timesteps=total_timesteps, callback=[steps, progress, FreezeGarbageCollector()])
         train_seconds = time.monotonic() - started
         model.save(run_dir / "model")
 

@@ -51,7 +51,9 @@ class PandaController:
     :param mode: "ee_delta" or "joint_delta" (see ``ArmMotion``).
     :param period_ns: control period.
     :param trajectory_points: planned points per command (the committed one and the next
-        ones); the braking tail follows them.
+        ones); the braking tail follows them. Two suffice: a tick late by more than a
+        period finds the controller on the tail and carries on from there; each more
+        costs an IK step per tick.
     """
 
     def __init__(
@@ -61,7 +63,7 @@ class PandaController:
         box: WorkspaceBox,
         period_ns: int,
         *,
-        trajectory_points: int = 3,
+        trajectory_points: int = 2,
         reset_noise: float = 0.1,
         **motion_options: float,
     ) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
 from spin_decoupler_ros.params import declare_float, declare_int, declare_str
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.training import write_results
+from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
 
 NODE_NAME = "first_order_plant_train"
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             verbose=0,
         )
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps)
+        model.learn(total_timesteps=total_timesteps, callback=FreezeGarbageCollector())
         train_s = time.monotonic() - started
         trained = mean_tracking_error(
             env, lambda obs: model.predict(obs, deterministic=True)[0], eval_episodes, seed=10_000

@@ -21,7 +21,7 @@ import numpy as np
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
 from spin_decoupler_ros.params import declare_float, declare_int, declare_str
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.training import write_results
+from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
 
 NODE_NAME = "lunar_lander_train"
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model = make_ppo(env, seed=seed, learning_rate=learning_rate, gamma=gamma)
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps)
+        model.learn(total_timesteps=total_timesteps, callback=FreezeGarbageCollector())
         train_s = time.monotonic() - started
         mean_return, std_return = evaluate(model, env, eval_episodes, seed=10_000)
         results = {
