@@ -58,7 +58,7 @@ class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
             limits,
             box,
             self.period_ns,
-            trajectory_points=int(agent.get("trajectory_points", 2)),
+            trajectory_points=int(agent.get("trajectory_points", 3)),
             reset_noise=float(agent.get("reset_noise", 0.1)),
             box_margin=float(agent.get("workspace_margin", 0.02)),
             max_ee_step=float(agent.get("max_ee_step", 0.03)),

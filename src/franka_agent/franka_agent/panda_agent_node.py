@@ -132,7 +132,7 @@ class PandaAgent(AgentNode):
             self, "state_timeout", 0.5, "oldest joint state still usable", unit="s", low=0.001, high=60.0
         )
         trajectory_points = declare_int(
-            self, "trajectory_points", 2, "planned points per command, before the braking tail", low=2, high=50
+            self, "trajectory_points", 3, "planned points per command, before the braking tail", low=2, high=50
         )
         self.joint_states_topic = declare_str(self, "joint_states_topic", "/joint_states", "joint state input")
         self.command_topic = declare_str(

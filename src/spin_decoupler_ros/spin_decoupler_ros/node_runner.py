@@ -6,10 +6,13 @@ MultiThreadedExecutor takes ~100 ms per round trip in these releases
 an Episode goal in our tests. Nothing here needs threads: callbacks never block.
 
 SIGINT and SIGTERM are Python handlers here (rclpy's own would shut the context down
-before ``close()`` can hold the robot), and a Python handler only runs when the main
-thread is back in Python: so the executor never waits longer than ``SIGNAL_CHECK_S``.
-Otherwise a node on simulated time whose /clock has stopped (the simulator ended
-first) waits forever and ignores every signal.
+before ``close()`` can hold the robot). They only note the request, which the spin loop
+checks: an exception raised from a handler can land inside rclpy's C code converting
+a message (the interrupted conversion then surfaces as pybind11's "Unable to convert
+call argument '0' to Python object", and the node dies with a traceback). A Python
+handler only runs when the main thread is back in Python, so the executor never waits
+longer than ``SIGNAL_CHECK_S``; otherwise a node on simulated time whose /clock has
+stopped (the simulator ended first) would wait forever and ignore every signal.
 """
 
 from __future__ import annotations
@@ -31,8 +34,14 @@ class ExitRequested(Exception):
     """Raised from a callback to leave spin() cleanly (e.g. after the RL side finished)."""
 
 
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class _StopRequest:
+    """A signal handler that only remembers which signal asked the node to stop."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.signal = signum
 
 
 def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
@@ -48,14 +57,16 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except ImportError:  # older rclpy: its handlers shut the context down first
         rclpy.init(args=args)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    stop = _StopRequest()
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     node: Node | None = None
     code = 0
     try:
         node = node_factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        while rclpy.ok():
+        while rclpy.ok() and stop.signal is None:
             executor.spin_once(timeout_sec=SIGNAL_CHECK_S)
     except ParameterError as exc:
         name = node.get_name() if node is not None else "node"
