@@ -185,4 +185,3 @@ def test_a_node_on_simulated_time_stops_on_sigint_even_when_its_clock_has_stoppe
     code = agent.wait(timeout=10.0)
     assert time.monotonic() - started < 3.0
     assert code == 0, agent.log_text()
-
