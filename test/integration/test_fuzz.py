@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import start_node
-from test_panda import AGENT, CONFIG, MOCK, TCP, limit_violations
+from test_panda import TCP, limit_violations, start_agent, start_mock
 
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.processes import ProcessGroup
@@ -46,23 +45,8 @@ def adversarial_actions(size: int, steps: int, seed: int):  # type: ignore[no-un
 def test_thousands_of_adversarial_actions_never_violate_a_limit(
     processes: ProcessGroup, tmp_path: Path, mode: str, size: int
 ) -> None:
-    start_node(
-        processes,
-        MOCK,
-        tmp_path,
-        params_files=(CONFIG,),
-        params={"speed_factor": 0.0},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
-    start_node(
-        processes,
-        AGENT,
-        tmp_path,
-        params_files=(CONFIG,),
-        params={"use_sim_time": True, "action_mode": mode},
-        label="panda_agent",
-    )
+    start_mock(processes, tmp_path, speed=0.0)
+    start_agent(processes, tmp_path, action_mode=mode)
     low, high = np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8])
     with RLClient(connect_timeout=30, reset_timeout=30) as client:
         assert client.action_spec.size == size

@@ -26,7 +26,7 @@ from std_msgs.msg import UInt64
 from franka_agent.core import panda
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.paths import find_config
-from spin_decoupler_ros.tools.processes import ProcessGroup
+from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
 
 MOCK = "franka_agent.mock.mock_hardware_node"
 AGENT = "franka_agent.panda_agent_node"
@@ -34,19 +34,29 @@ CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 TCP = slice(14, 17)
 
 
-def start_panda(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **agent: object) -> None:
-    start_node(
+def start_mock(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **mock: object) -> NodeProcess:
+    """The MuJoCo mock with the reach config, ``speed`` x real time (0: flat out, lockstep)."""
+    return start_node(
         processes,
         MOCK,
         log_dir,
         params_files=(CONFIG,),
-        params={"speed_factor": speed},
+        params={"speed_factor": speed, **mock},
         ready_text="mock Panda ready",
         label="mock_hardware",
     )
-    start_node(
+
+
+def start_agent(processes: ProcessGroup, log_dir: Path, **agent: object) -> NodeProcess:
+    """The Panda agent with the reach config, on the mock's simulated time."""
+    return start_node(
         processes, AGENT, log_dir, params_files=(CONFIG,), params={"use_sim_time": True, **agent}, label="panda_agent"
     )
+
+
+def start_panda(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **agent: object) -> None:
+    start_mock(processes, log_dir, speed)
+    start_agent(processes, log_dir, **agent)
 
 
 class Listener:
@@ -155,25 +165,10 @@ def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the
     arm's does: the last command's braking tail stops the arm, and the agent, woken, carries
     on from there; the mock counts no violation (before, the controller held a moving
     reference's last point, and the next command jumped by 10-16 rad/s^2)."""
-    start_node(
-        processes,
-        MOCK,
-        tmp_path,
-        params_files=(CONFIG,),
-        params={"speed_factor": 1.0, "lockstep": False},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
+    start_mock(processes, tmp_path, speed=1.0, lockstep=False)
     # (A state_timeout longer than the freeze: a frozen agent's last joint state is old
     # when it wakes, which can rightly fail the step; that is not what this tests.)
-    agent = start_node(
-        processes,
-        AGENT,
-        tmp_path,
-        params_files=(CONFIG,),
-        params={"use_sim_time": True, "state_timeout": 3.0},
-        label="panda_agent",
-    )
+    agent = start_agent(processes, tmp_path, state_timeout=3.0)
     with (
         RLClient(connect_timeout=30, reset_timeout=30) as client,
         Listener(JointState, "/franka/joint_states", qos_profile_sensor_data) as arm,
@@ -336,14 +331,6 @@ def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(
         client.connect()
         client.channel.send_reset(0, ())  # no clock yet: the agent accepts and waits
         time.sleep(1.0)
-        start_node(
-            processes,
-            MOCK,
-            tmp_path,
-            params_files=(CONFIG,),
-            params={"speed_factor": 4.0},
-            ready_text="mock Panda ready",
-            label="mock_hardware",
-        )
+        start_mock(processes, tmp_path)
         answer = client._wait(30.0, "reset")
         assert answer.seq == 0 and answer.observation.shape == (17,)
