@@ -19,11 +19,11 @@ import pytest
 import rclpy
 from helpers import run_module, start_node
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from std_msgs.msg import UInt64
 
 from franka_agent.core import panda
+from franka_agent.robots import read_limit_violations
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
@@ -108,9 +108,10 @@ def first_message(msg_type: type, topic: str, qos: QoSProfile | int = 10, timeou
 
 
 def limit_violations(timeout: float = 10.0) -> int:
-    """The mock's latched count of limit violations."""
-    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    return int(first_message(UInt64, "/mock_hardware/limit_violations", qos, timeout).data)
+    """The mock's latched count of limit violations (what the main job reports too)."""
+    count = read_limit_violations([""], timeout)["/"]
+    assert count is not None, "the mock published no violation count"
+    return count
 
 
 @pytest.fixture
