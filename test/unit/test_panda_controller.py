@@ -183,3 +183,39 @@ def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it() -> No
                 break
         successes += info["is_success"]
     assert successes == 3
+
+
+WARMED_UP_CONTROL_PATH = """
+import sys
+import numpy as np
+from franka_agent.core import panda
+from franka_agent.core.controller import PandaController
+from franka_agent.core.motion import MotionLimits, WorkspaceBox
+
+box = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
+c = PandaController("{mode}", MotionLimits(), box, 10_000_000)
+c.warm_up()
+loaded = set(sys.modules)
+c.start(panda.HOME, 0)
+c.begin_reset(3, np.zeros(0), panda.HOME, np.zeros(7))
+for k in range(1, 4):
+    c.reset_reached(panda.HOME, np.zeros(7))
+    c.command(k * 10_000_000)
+c.act(np.ones(c.action_size))
+c.command(4 * 10_000_000)
+c.command(7 * 10_000_000)
+print(sorted(set(sys.modules) - loaded))
+"""
+
+
+@pytest.mark.parametrize("mode", ["ee_delta", "joint_delta"])
+def test_after_warm_up_the_control_path_imports_nothing(mode: str) -> None:
+    """A first command that paid for a lazy import (numpy.ma, 24 ms, on np.unique's first
+    call) reached a free-running mock after its planned points: a jump of 22 rad/s^2 at
+    the first reset. The agent warms its controller up before it says it is ready."""
+    import subprocess
+    import sys
+
+    script = WARMED_UP_CONTROL_PATH.replace("{mode}", mode)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -34,17 +34,19 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from rclpy.clock import JumpThreshold, TimeJump
+from rclpy.duration import Duration as RclpyDuration
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from franka_agent.core import panda
-from franka_agent.core.controller import PandaController
+from franka_agent.core.controller import Command, PandaController
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces
 from spin_decoupler_ros.conversions import float64_field, set_stamp
 from spin_decoupler_ros.core.errors import ParameterError
-from spin_decoupler_ros.core.timing import ns_to_seconds
+from spin_decoupler_ros.core.timing import StaleClockGuard, ns_to_seconds
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
@@ -66,10 +68,17 @@ class PandaAgent(AgentNode):
         self._order: list[int] | None = None
         self._order_names: list[str] = []
         self._reset_started_ns: int | None = None
-        self._sent_wall = 0.0  # monotonic time the last command went out
-        self._starting = False  # the next apply_action is the one at a step's start
+        self._clock_guard = StaleClockGuard(self.params.control_period_ns)
+        if self.get_parameter("use_sim_time").value:
+            self._clock_guard.clock_moved(time.monotonic())
+            self._clock_jumps = self.get_clock().create_jump_callback(
+                JumpThreshold(min_forward=RclpyDuration(nanoseconds=1), min_backward=None, on_clock_change=False),
+                post_callback=self._on_clock_moved,
+            )
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
+        # First-call costs now, before the first tick (the message is filled, not sent).
+        self._fill_message(self.controller.warm_up())
         # High-rate state, sensor-data QoS (best effort, shallow); commands reliable.
         self._state_sub = self.create_subscription(
             JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
@@ -183,10 +192,27 @@ class PandaAgent(AgentNode):
             )
         return self._q, self._dq
 
+    def _on_clock_moved(self, jump: TimeJump) -> None:
+        self._clock_guard.clock_moved(time.monotonic())
+
     # -- commanding -----------------------------------------------------------------------
 
     def _command(self) -> None:
         """Send the controller's next short trajectory (see PandaController.command)."""
+        wall = time.monotonic()
+        if not self._clock_guard.may_send(wall):
+            # Frozen or starved between the simulated clock's update and this tick: the
+            # time it reads may be stale, and a command stamped with it would reach the
+            # joint controller with its points past, be ignored or jumped onto, while
+            # the agent carried on from a plan the controller never followed (after a
+            # 1 s freeze: 3500 rad/s^2). The next tick, on a current clock, sends, from
+            # where the commands really sent put the controller (see StaleClockGuard).
+            self.get_logger().info(
+                f"a tick {self._clock_guard.staleness(wall) * 1e3:.0f} ms (wall) after the clock moved: "
+                f"the next tick sends ({self._clock_guard.skipped} such ticks so far)",
+                throttle_duration_sec=5.0,
+            )
+            return
         command = self.controller.command(self.now_ns())
         if command is None:
             return  # nothing measured yet: the joint controller holds the arm where it is
@@ -196,6 +222,10 @@ class PandaAgent(AgentNode):
             q, _ = self._measured()
             self.controller.replan_from(q)
             raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
+        self._command_pub.publish(self._fill_message(command))
+
+    def _fill_message(self, command: Command) -> JointTrajectory:
+        """The command as a JointTrajectory (one message and its points, reused)."""
         # Stamped with the time the plan counts from: like joint_trajectory_controller,
         # the receiver keeps the plan's timing whatever the transport delay.
         set_stamp(self._trajectory.header.stamp, command.stamp_ns)
@@ -208,8 +238,7 @@ class PandaAgent(AgentNode):
             point.positions = float64_field(q)
             point.velocities = float64_field(v)
         self._trajectory.points = self._points[: len(command.points)]
-        self._command_pub.publish(self._trajectory)
-        self._sent_wall = time.monotonic()
+        return self._trajectory
 
     # -- AgentNode hooks ----------------------------------------------------------------
 
@@ -221,21 +250,8 @@ class PandaAgent(AgentNode):
         q, _ = self._measured()
         self.controller.start(q, self.now_ns())
         self.controller.act(action)  # takes hold after the committed period
-        self._starting = True
 
     def apply_action(self, action: np.ndarray) -> None:
-        starting, self._starting = self._starting, False
-        silent = time.monotonic() - self._sent_wall
-        if starting and silent > 2 * ns_to_seconds(self.params.control_period_ns):
-            # No command went out for two control periods of wall time: this process was
-            # frozen or starved, and a simulated clock may not have caught up yet. A
-            # command timed from it would lie in the past, and a joint controller jumps
-            # to the first point still ahead. The next tick, on a current clock, sends it.
-            self.get_logger().info(
-                f"a step started {silent * 1e3:.0f} ms (wall) after the last command: it goes out with the next tick",
-                throttle_duration_sec=5.0,
-            )
-            return
         self._command()
 
     def safe_hold(self) -> None:
@@ -268,6 +284,11 @@ class PandaAgent(AgentNode):
                 f"(joint error {self.controller.reset_error(q):.4f} rad)"
             )
         return False
+
+    def close(self) -> None:
+        super().close()
+        if self._clock_guard.skipped:
+            self.get_logger().info(f"{self._clock_guard.skipped} ticks skipped on a possibly stale clock")
 
 
 def main(args: list[str] | None = None) -> int:

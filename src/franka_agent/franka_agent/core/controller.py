@@ -94,6 +94,36 @@ class PandaController:
     def action_size(self) -> int:
         return 3 if self.mode == "ee_delta" else panda.DOF
 
+    def warm_up(self) -> Command:
+        """Run a scratch copy through a reset and a few actions, so that first-call costs
+        (lazy imports, numpy's first use of a routine: 24 ms once) are paid now, not by the
+        first command, which would then reach the controller after its planned points.
+        Returns the scratch copy's last command (to warm up whatever sends commands)."""
+        scratch = PandaController(
+            self.mode,
+            self.limits,
+            self.box,
+            self.period_ns,
+            trajectory_points=self.trajectory_points,
+            reset_noise=self.reset_noise,
+            **self._motion_options,
+        )
+        home = panda.HOME.copy()
+        scratch.start(home, 0)
+        scratch.begin_reset(0, np.zeros(0), home, np.zeros(panda.DOF))
+        now_ns = 0
+        for tick in range(6):
+            if tick == 3:
+                scratch.act(np.ones(scratch.action_size))
+            now_ns += self.period_ns * (1 if tick != 4 else 2)  # and one late tick
+            scratch.reset_reached(home, np.zeros(panda.DOF))
+            scratch.command(now_ns)
+        scratch.observation(home, np.zeros(panda.DOF))
+        scratch.hold()
+        last = scratch.command(now_ns + self.period_ns)
+        assert last is not None
+        return last
+
     def start(self, q: np.ndarray, now_ns: int) -> ArmMotion:
         """Begin from a measured configuration (once; later calls return the motion)."""
         if self.motion is None:

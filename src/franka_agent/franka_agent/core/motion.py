@@ -214,7 +214,10 @@ def braking_knots(q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> list[tu
     stop_ns = np.where(moving, np.maximum(np.ceil(speed / limits.acceleration * 1e9), 1000.0), 0.0)
     deceleration = np.where(moving, speed / np.maximum(stop_ns, 1.0) * 1e9, 0.0)
     direction = np.where(moving, np.sign(v), 0.0)
-    times_ns = np.unique(stop_ns[moving])
+    # (Sorted and deduplicated by hand: np.unique imports numpy.ma on its first call,
+    # 24 ms that once made an agent's first command arrive after its own planned points.)
+    times_ns = np.sort(stop_ns[moving])
+    times_ns = times_ns[np.concatenate(([True], np.diff(times_ns) > 0.0))]
     elapsed = np.minimum(times_ns[:, None], stop_ns[None, :]) * 1e-9  # each joint brakes until it stops
     still_braking = stop_ns[None, :] > times_ns[:, None]
     velocities = np.where(still_braking, direction * (speed - deceleration * elapsed), 0.0)
