@@ -219,3 +219,39 @@ def test_after_warm_up_the_control_path_imports_nothing(mode: str) -> None:
     script = WARMED_UP_CONTROL_PATH.replace("{mode}", mode)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize(("mode", "seed"), [("ee_delta", 0), ("ee_delta", 1), ("joint_delta", 2)])
+def test_reusing_the_lookahead_plans_exactly_what_planning_afresh_does(mode: str, seed: int) -> None:
+    """A steady tick takes the state the last command previewed instead of computing it
+    again; whatever happens between ticks (actions, stops, resets, late ticks, a clock
+    standing still), the commands must be the very same."""
+    rng = np.random.default_rng(seed)
+    reusing = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    afresh = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    for c in (reusing, afresh):
+        c.start(panda.HOME, 0)
+    now = 0
+    for tick in range(600):
+        event = rng.random()
+        size = reusing.action_size
+        if event < 0.1:
+            action = rng.uniform(-1.0, 1.0, size)
+            for c in (reusing, afresh):
+                c.act(action)
+        elif event < 0.12:
+            for c in (reusing, afresh):
+                c.hold()
+        elif event < 0.13:
+            reset_seed = int(rng.integers(100))
+            for c in (reusing, afresh):
+                c.begin_reset(reset_seed, np.zeros(0), None, np.zeros(panda.DOF))
+        now += PERIOD * (1 if rng.random() < 0.95 else int(rng.integers(0, 4)))
+        assert reusing.motion is not None and afresh.motion is not None
+        afresh.motion.reuse_lookahead = False
+        mine, theirs = reusing.command(now), afresh.command(now)
+        assert mine is not None and theirs is not None
+        assert mine.times_ns == theirs.times_ns, tick
+        for (q1, v1), (q2, v2) in zip(mine.points, theirs.points, strict=True):
+            assert np.array_equal(q1, q2) and np.array_equal(v1, v2), tick
+    assert reusing.motion.guard_brakes == afresh.motion.guard_brakes

@@ -318,6 +318,12 @@ class ArmMotion:
         self._phase = ""  # move_home: "hand", then "posture", then a plain joint move
         self._phase_ticks = 0
         self._risk: float | None = None
+        # States ``preview`` computed ahead (each with whether the guard braked), valid
+        # until an input changes: the next ``step`` of the same length takes the first
+        # instead of computing it again (two thirds of a steady tick's planning).
+        self.reuse_lookahead = True
+        self._lookahead: list[tuple[MotionState, bool]] = []
+        self._lookahead_dt = 0.0
 
     @property
     def action_size(self) -> int:
@@ -349,6 +355,7 @@ class ArmMotion:
         self.cartesian.q, self.cartesian.v = state.x.copy(), state.xv.copy()
         self._ik = state.ik.copy()
         self._risk = state.risk
+        self._lookahead = []
 
     # -- commands -----------------------------------------------------------------------
 
@@ -356,11 +363,13 @@ class ArmMotion:
         """Restart at rest from a measured configuration."""
         self.joints.reset(q)
         self._risk = None
+        self._lookahead = []
         self._follow_joints()
 
     def act(self, action: np.ndarray) -> None:
         """Take a normalised action: set the Cartesian target, or the joint goal."""
         self._final_goal = None
+        self._lookahead = []
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         if self.mode == "ee_delta":
             if not self.cartesian_active:
@@ -375,6 +384,7 @@ class ArmMotion:
         self.cartesian_active = False
         self._final_goal = None
         self._phase = ""
+        self._lookahead = []
         self.joints.set_goal(goal)
 
     def move_home(self, goal: np.ndarray) -> None:
@@ -383,6 +393,7 @@ class ArmMotion:
         the arm's posture through the IK's null space towards ``goal``; then the joints
         the rest of the way. A direct joint move could swing the hand out of the box,
         where the guard would stop it for good."""
+        self._lookahead = []
         goal = np.clip(goal, self.limits.lower, self.limits.upper)
         target = self.goal_box.clip(self.kinematics.tcp(goal))
         if np.linalg.norm(target - self.kinematics.tcp(self.joints.q)) < 0.02:
@@ -399,6 +410,7 @@ class ArmMotion:
     def stop(self) -> None:
         """Brake within the limits and hold."""
         self._final_goal = None
+        self._lookahead = []
         if self.cartesian_active:
             self.cartesian.stop()
         else:
@@ -422,8 +434,13 @@ class ArmMotion:
 
     def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         if self._final_goal is not None:
+            self._lookahead = []  # the phase may change before the step
             self._advance_move_home()
-        state, braked = self._advance(self._state(), dt)
+        if self._lookahead and dt == self._lookahead_dt:
+            state, braked = self._lookahead.pop(0)
+        else:
+            self._lookahead = []
+            state, braked = self._advance(self._state(), dt)
         self.guard_brakes += braked
         self._risk = state.risk
         self.joints.q, self.joints.v = state.q, state.v
@@ -435,12 +452,21 @@ class ArmMotion:
 
     def preview(self, period: float, count: int) -> list[MotionState]:
         """The next ``count`` reference states, ``period`` apart, without advancing."""
-        state = self._state()
-        states = []
-        for _ in range(count):
-            state, _ = self._advance(state, period)
-            states.append(state)
-        return states
+        if not self.reuse_lookahead:
+            self._lookahead = []
+            state = self._state()
+            states = []
+            for _ in range(count):
+                state, _ = self._advance(state, period)
+                states.append(state)
+            return states
+        if period != self._lookahead_dt:
+            self._lookahead, self._lookahead_dt = [], period
+        state = self._lookahead[-1][0] if self._lookahead else self._state()
+        while len(self._lookahead) < count:
+            state, braked = self._advance(state, period)
+            self._lookahead.append((state, braked))
+        return [state for state, _ in self._lookahead[:count]]
 
     def _advance_move_home(self) -> None:
         goal = self._final_goal
