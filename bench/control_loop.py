@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
 
 
-def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str, object]:
+def measure(rate: float, seconds: float, priority: int, mock_nice: int, logs: Path) -> dict[str, object]:
     import torch
     import yaml
     from stable_baselines3 import SAC
@@ -68,6 +68,7 @@ def measure(rate: float, seconds: float, priority: int, logs: Path) -> dict[str,
                     params_files=[config], params={"speed_factor": 1.0, "lockstep": False, "publish_rate": 1000.0}
                 ),
                 log_path=logs / f"control_loop_{rate:g}hz_mock.log",
+                prefix=["nice", "-n", str(mock_nice)] if mock_nice else [],
             )
         )
         agent = group.start(
@@ -138,19 +139,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=180.0, help="measuring time per rate")
     parser.add_argument("--priority", type=int, default=80, help="agent SCHED_FIFO priority (0: normal)")
+    parser.add_argument("--rates", type=float, nargs="+", default=[100.0, 500.0], help="control rates (Hz)")
+    parser.add_argument("--mock-nice", type=int, default=0, help="niceness of the mock (the robot's own computer)")
     args = parser.parse_args()
     isolate_dds()
     logs = Path("log/bench")
     logs.mkdir(parents=True, exist_ok=True)
     result: dict[str, object] = {}
-    for rate in (100.0, 500.0):
-        figures = measure(rate, args.seconds, args.priority, logs)
+    for rate in args.rates:
+        figures = measure(rate, args.seconds, args.priority, args.mock_nice, logs)
         print(f"{rate:g} Hz: {figures}", flush=True)
         result[f"{rate:g}hz"] = figures
     result["setup"] = {
         "seconds_per_rate": args.seconds,
         "learner": "SB3 SAC [64, 64], torch 1 thread, updates between episodes, reach task",
         "robot": "MuJoCo mock at real time (no lockstep), agent on wall time",
+        "mock_nice": args.mock_nice,
         "cpus": os.cpu_count(),
     }
     write_result("control_loop", result)
