@@ -452,21 +452,16 @@ class ArmMotion:
 
     def preview(self, period: float, count: int) -> list[MotionState]:
         """The next ``count`` reference states, ``period`` apart, without advancing."""
-        if not self.reuse_lookahead:
-            self._lookahead = []
-            state = self._state()
-            states = []
-            for _ in range(count):
-                state, _ = self._advance(state, period)
-                states.append(state)
-            return states
-        if period != self._lookahead_dt:
+        if period != self._lookahead_dt or not self.reuse_lookahead:
             self._lookahead, self._lookahead_dt = [], period
         state = self._lookahead[-1][0] if self._lookahead else self._state()
         while len(self._lookahead) < count:
             state, braked = self._advance(state, period)
             self._lookahead.append((state, braked))
-        return [state for state, _ in self._lookahead[:count]]
+        states = [state for state, _ in self._lookahead[:count]]
+        if not self.reuse_lookahead:
+            self._lookahead = []  # (for tests: every step then plans afresh)
+        return states
 
     def _advance_move_home(self) -> None:
         goal = self._final_goal
