@@ -28,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
 
 
-def measure(rate: float, seconds: float, priority: int, mock_nice: int, logs: Path) -> dict[str, object]:
+def measure(
+    rate: float, seconds: float, priority: int, mock_nice: int, state_rate: float, logs: Path
+) -> dict[str, object]:
     import torch
     import yaml
     from stable_baselines3 import SAC
@@ -65,7 +67,7 @@ def measure(rate: float, seconds: float, priority: int, mock_nice: int, logs: Pa
             NodeProcess(
                 "franka_agent.mock.mock_hardware_node",
                 ros_args(
-                    params_files=[config], params={"speed_factor": 1.0, "lockstep": False, "publish_rate": 1000.0}
+                    params_files=[config], params={"speed_factor": 1.0, "lockstep": False, "publish_rate": state_rate}
                 ),
                 log_path=logs / f"control_loop_{rate:g}hz_mock.log",
                 prefix=["nice", "-n", str(mock_nice)] if mock_nice else [],
@@ -141,13 +143,16 @@ def main() -> int:
     parser.add_argument("--priority", type=int, default=80, help="agent SCHED_FIFO priority (0: normal)")
     parser.add_argument("--rates", type=float, nargs="+", default=[100.0, 500.0], help="control rates (Hz)")
     parser.add_argument("--mock-nice", type=int, default=0, help="niceness of the mock (the robot's own computer)")
+    parser.add_argument(
+        "--state-rate", type=float, default=1000.0, help="/franka/joint_states rate (Hz; 1 kHz on the robot)"
+    )
     args = parser.parse_args()
     isolate_dds()
     logs = Path("log/bench")
     logs.mkdir(parents=True, exist_ok=True)
     result: dict[str, object] = {}
     for rate in args.rates:
-        figures = measure(rate, args.seconds, args.priority, args.mock_nice, logs)
+        figures = measure(rate, args.seconds, args.priority, args.mock_nice, args.state_rate, logs)
         print(f"{rate:g} Hz: {figures}", flush=True)
         result[f"{rate:g}hz"] = figures
     result["setup"] = {
@@ -155,6 +160,7 @@ def main() -> int:
         "learner": "SB3 SAC [64, 64], torch 1 thread, updates between episodes, reach task",
         "robot": "MuJoCo mock at real time (no lockstep), agent on wall time",
         "mock_nice": args.mock_nice,
+        "joint_state_rate_hz": args.state_rate,
         "cpus": os.cpu_count(),
     }
     write_result("control_loop", result)

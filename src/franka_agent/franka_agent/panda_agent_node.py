@@ -37,6 +37,7 @@ from builtin_interfaces.msg import Duration
 from rclpy.clock import JumpThreshold, TimeJump
 from rclpy.duration import Duration as RclpyDuration
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -65,6 +66,8 @@ class PandaAgent(AgentNode):
         self._q: np.ndarray | None = None
         self._dq = np.zeros(panda.DOF)
         self._state_ns = 0
+        self._raw_state: bytes | None = None  # the latest joint state, not yet decoded
+        self._raw_state_ns = 0
         self._order: list[int] | None = None
         self._order_names: list[str] = []
         self._reset_started_ns: int | None = None
@@ -79,9 +82,12 @@ class PandaAgent(AgentNode):
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
-        # High-rate state, sensor-data QoS (best effort, shallow); commands reliable.
+        deserialize_message(serialize_message(JointState()), JointState)
+        # High-rate state (1 kHz on the robot), sensor-data QoS (best effort, shallow),
+        # kept serialised: only the latest is decoded, when a tick needs it (decoding
+        # each one cost the loop more than its ticks did); commands reliable.
         self._state_sub = self.create_subscription(
-            JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
+            JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data, raw=True
         )
         self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
 
@@ -165,7 +171,16 @@ class PandaAgent(AgentNode):
 
     # -- robot state --------------------------------------------------------------------
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, raw: bytes) -> None:
+        self._raw_state = raw
+        self._raw_state_ns = self.now_ns()
+
+    def _decode_state(self) -> None:
+        """Take in the latest joint state heard, if newer than the one in use."""
+        raw, self._raw_state = self._raw_state, None
+        if raw is None:
+            return
+        msg = deserialize_message(raw, JointState)
         if self._order is None or len(msg.name) != len(self._order_names):
             try:
                 names = list(msg.name)
@@ -179,9 +194,10 @@ class PandaAgent(AgentNode):
         self._q = position[self._order]
         velocity = np.asarray(msg.velocity)
         self._dq = velocity[self._order] if velocity.size >= len(self._order_names) else np.zeros(panda.DOF)
-        self._state_ns = self.now_ns()
+        self._state_ns = self._raw_state_ns
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
+        self._decode_state()
         if self._q is None:
             raise RuntimeError(f"no joint state received on {self.joint_states_topic} yet")
         # (A state heard before a simulated clock started, at time 0, is as fresh as the clock.)
@@ -262,12 +278,14 @@ class PandaAgent(AgentNode):
         # Timed from the first control tick of the reset, not from here: a goal can come
         # before the first /clock, when simulated time still reads 0.
         self._reset_started_ns = None
+        self._decode_state()
         self.controller.begin_reset(seed, options, self._q, self._dq)
 
     def reset_done(self) -> bool:
         if self._reset_started_ns is None:
             self._reset_started_ns = self.now_ns()
         elapsed = ns_to_seconds(self.now_ns() - self._reset_started_ns)
+        self._decode_state()
         if self._q is None:
             if elapsed > self.reset_timeout:
                 raise RuntimeError(f"no joint state on {self.joint_states_topic} within {self.reset_timeout} s")
