@@ -53,13 +53,24 @@ def measure(
     }
     if rate > 250:
         agent_params["acceleration_fraction"] = 250.0 / rate  # jerk-safe at this rate
-    answers: list[tuple[int, float, float, float]] = []  # seq, lat, executed duration, requested
+    # seq, lat, executed duration, requested, ato, RL wall time of the answer, round trip
+    answers: list[tuple[float, ...]] = []
 
     class Record(BaseCallback):
         def _on_step(self) -> bool:
             for info in self.locals["infos"]:
                 if "lat" in info:
-                    answers.append((info["seq"], info["lat"], info["duration"], info["requested_duration"]))
+                    answers.append(
+                        (
+                            info["seq"],
+                            info["lat"],
+                            info["duration"],
+                            info["requested_duration"],
+                            info["ato"],
+                            info["wall_time"],
+                            info["round_trip"],
+                        )
+                    )
             return True
 
     with ProcessGroup() as group:
@@ -120,6 +131,7 @@ def measure(
     first = data[data[:, 0] == 1]
     lat_error = (after_action[:, 1] - after_action[:, 3]) * 1e3
     executed_error = np.abs(data[:, 2] - data[:, 3]) * 1e3
+    np.save(logs / f"control_loop_{rate:g}hz_steps.npy", data)
     log_text = agent.log_text()
     return {
         "periods": int(periods.size),
@@ -131,9 +143,33 @@ def measure(
         "lat_error_p99_ms": round(float(np.percentile(np.abs(lat_error), 99)), 3),
         "lat_minus_requested_median_ms": round(float(np.median(lat_error)), 3),
         "executed_duration_error_p99_ms": round(float(np.percentile(executed_error, 99)), 3),
+        "lat_gap_parts_ms": lat_gap_parts(data),
         "first_step_lat_median_ms": round(float(np.median(first[:, 1])) * 1e3, 3) if first.size else None,
         "steps": int(data.shape[0]),
         "realtime_priority": priority if "SCHED_FIFO" in log_text else 0,
+    }
+
+
+def lat_gap_parts(data: np.ndarray) -> dict[str, dict[str, float]]:
+    """Where the time between one observation and the next action's start goes.
+
+    LAT of step n is the executed duration of action n-1 plus this gap: the answer's
+    trip to the RL side, the learner's think time, the command's trip to the agent.
+    All on one machine's wall clock (the agent runs on wall time here)."""
+    seq, _, duration, _, ato, wall, round_trip = data.T
+    follows = np.flatnonzero((seq[1:] == seq[:-1] + 1) & (seq[1:] >= 2)) + 1  # step n after n-1
+    previous = follows - 1
+    sent = wall[follows] - round_trip[follows]
+    started = ato[follows] - duration[follows]
+    parts = {
+        "agent_to_rl": wall[previous] - ato[previous],
+        "rl_think": sent - wall[previous],
+        "rl_to_agent": started - sent,
+        "gap": started - ato[previous],
+    }
+    return {
+        name: {"median": round(float(np.median(v)) * 1e3, 3), "p99": round(float(np.percentile(v, 99)) * 1e3, 3)}
+        for name, v in parts.items()
     }
 
 
