@@ -36,7 +36,6 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.clock import JumpThreshold, TimeJump
 from rclpy.duration import Duration as RclpyDuration
-from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -44,7 +43,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from franka_agent.core import panda
 from franka_agent.core.controller import Command, PandaController
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
-from spin_decoupler_ros.agent import AgentNode, AgentSpaces
+from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage
 from spin_decoupler_ros.conversions import float64_field, set_stamp
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.timing import StaleClockGuard, ns_to_seconds
@@ -66,8 +65,6 @@ class PandaAgent(AgentNode):
         self._q: np.ndarray | None = None
         self._dq = np.zeros(panda.DOF)
         self._state_ns = 0
-        self._raw_state: bytes | None = None  # the latest joint state, not yet decoded
-        self._raw_state_ns = 0
         self._order: list[int] | None = None
         self._order_names: list[str] = []
         self._reset_started_ns: int | None = None
@@ -83,12 +80,10 @@ class PandaAgent(AgentNode):
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
         deserialize_message(serialize_message(JointState()), JointState)
-        # High-rate state (1 kHz on the robot), sensor-data QoS (best effort, shallow),
-        # kept serialised: only the latest is decoded, when a tick needs it (decoding
-        # each one cost the loop more than its ticks did); commands reliable.
-        self._state_sub = self.create_subscription(
-            JointState, self.joint_states_topic, self._on_joint_state, qos_profile_sensor_data, raw=True
-        )
+        # High-rate state (1 kHz on the robot), best effort: never spun, the newest is
+        # taken and decoded when a tick needs it (a callback per message cost the loop
+        # more than its ticks did); commands reliable.
+        self._joint_state_reader = LatestMessage(self, JointState, self.joint_states_topic)
         self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
 
     def configure(self) -> AgentSpaces:
@@ -171,13 +166,9 @@ class PandaAgent(AgentNode):
 
     # -- robot state --------------------------------------------------------------------
 
-    def _on_joint_state(self, raw: bytes) -> None:
-        self._raw_state = raw
-        self._raw_state_ns = self.now_ns()
-
     def _decode_state(self) -> None:
-        """Take in the latest joint state heard, if newer than the one in use."""
-        raw, self._raw_state = self._raw_state, None
+        """Take in the newest joint state, if one came since the last look."""
+        raw = self._joint_state_reader.take_serialized()
         if raw is None:
             return
         msg = deserialize_message(raw, JointState)
@@ -194,7 +185,7 @@ class PandaAgent(AgentNode):
         self._q = position[self._order]
         velocity = np.asarray(msg.velocity)
         self._dq = velocity[self._order] if velocity.size >= len(self._order_names) else np.zeros(panda.DOF)
-        self._state_ns = self._raw_state_ns
+        self._state_ns = self.now_ns()  # within a tick of its arrival
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
         self._decode_state()

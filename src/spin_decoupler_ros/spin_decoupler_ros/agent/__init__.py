@@ -1,5 +1,6 @@
 """The agent side: ``AgentNode``, a timer-driven control loop serving RL steps."""
 
 from spin_decoupler_ros.agent.agent_node import AgentNode, AgentParameters, AgentSpaces
+from spin_decoupler_ros.agent.latest_message import LatestMessage
 
-__all__ = ["AgentNode", "AgentParameters", "AgentSpaces"]
+__all__ = ["AgentNode", "AgentParameters", "AgentSpaces", "LatestMessage"]

@@ -44,7 +44,7 @@ class SkeletonAgent(AgentNode):
             observation_names=("x", "y"),
         )
         # Your robot interface goes here, e.g.
-        #   self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state, qos)
+        #   self._joint_states = LatestMessage(self, JointState, "/joint_states")  # read at the tick
         #   self._command_pub = self.create_publisher(JointTrajectory, "/controller/joint_trajectory", qos)
         self.position = np.zeros(2)
         self.velocity = np.zeros(2)
