@@ -7,7 +7,9 @@ for ``--seconds``. The agent records every control period; from them: mean, p99,
 largest deviation from the nominal period, and the share of periods more than 10%
 late. From the training's step answers: LAT minus the requested duration (LAT holds
 the learner's think time between steps, as it should), and the executed duration
-minus the requested one (the agent's own timing error).
+minus the requested one (the agent's own timing error). Before each rate, the floor:
+a bare Python loop sleeping to the same period at the same priority, nothing else
+running, no ROS (what the machine's timers give any process).
 
     ./ws bench control_loop [--seconds 180]
 
@@ -26,6 +28,46 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
+
+TIMER_FLOOR = """
+import os, sys, time
+import numpy as np
+period, seconds, priority = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+if priority:
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except PermissionError:
+        pass
+ticks = np.empty(int(seconds / period))
+due = time.monotonic() + period
+for i in range(ticks.size):
+    delay = due - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    ticks[i] = time.monotonic()
+    due += period
+np.save(sys.stdout.buffer, np.diff(ticks))
+"""
+
+
+def timer_floor(rate: float, seconds: float, priority: int) -> dict[str, float]:
+    """Periods of a bare sleep loop at ``rate``: the lateness no control loop here can beat."""
+    import io
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", TIMER_FLOOR, str(1.0 / rate), str(seconds), str(priority)],
+        capture_output=True,
+        check=True,
+    )
+    periods = np.load(io.BytesIO(done.stdout)) * 1e3
+    nominal = 1e3 / rate
+    return {
+        "seconds": seconds,
+        "late_fraction": round(float(np.mean(periods > 1.1 * nominal)), 6),
+        "period_p99_ms": round(float(np.percentile(periods, 99)), 4),
+        "period_max_ms": round(float(periods.max()), 4),
+    }
 
 
 def measure(
@@ -178,6 +220,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=180.0, help="measuring time per rate")
     parser.add_argument("--priority", type=int, default=80, help="agent SCHED_FIFO priority (0: normal)")
     parser.add_argument("--rates", type=float, nargs="+", default=[100.0, 500.0], help="control rates (Hz)")
+    parser.add_argument("--floor-seconds", type=float, default=60.0, help="bare timer loop before each rate (0: skip)")
     parser.add_argument("--mock-nice", type=int, default=0, help="niceness of the mock (the robot's own computer)")
     parser.add_argument(
         "--state-rate", type=float, default=1000.0, help="/franka/joint_states rate (Hz; 1 kHz on the robot)"
@@ -188,7 +231,9 @@ def main() -> int:
     logs.mkdir(parents=True, exist_ok=True)
     result: dict[str, object] = {}
     for rate in args.rates:
+        floor = timer_floor(rate, args.floor_seconds, args.priority) if args.floor_seconds > 0 else None
         figures = measure(rate, args.seconds, args.priority, args.mock_nice, args.state_rate, logs)
+        figures["timer_floor"] = floor
         print(f"{rate:g} Hz: {figures}", flush=True)
         result[f"{rate:g}hz"] = figures
     result["setup"] = {
