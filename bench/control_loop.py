@@ -19,7 +19,9 @@ Writes bench/results/control_loop.json.
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,9 +54,6 @@ np.save(sys.stdout.buffer, np.diff(ticks))
 
 def timer_floor(rate: float, seconds: float, priority: int) -> dict[str, float]:
     """Periods of a bare sleep loop at ``rate``: the lateness no control loop here can beat."""
-    import io
-    import subprocess
-
     done = subprocess.run(
         [sys.executable, "-c", TIMER_FLOOR, str(1.0 / rate), str(seconds), str(priority)],
         capture_output=True,

@@ -58,10 +58,6 @@ class LatestMessage:
             msg_type, topic, _never_called, qos, callback_group=_ReadByHand(), raw=True
         )
 
-    @property
-    def topic_name(self) -> str:
-        return self._subscription.topic_name
-
     def take_serialized(self) -> bytes | None:
         """The newest message received since the last call (serialised), or None."""
         newest = None
@@ -72,6 +68,3 @@ class LatestMessage:
                 if taken is None:
                     return newest
                 newest = taken[0]
-
-    def destroy(self, node: Node) -> None:
-        node.destroy_subscription(self._subscription)
