@@ -335,3 +335,40 @@ def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(
         start_mock(processes, tmp_path)
         answer = client._wait(30.0, "reset")
         assert answer.seq == 0 and answer.observation.shape == (17,)
+
+
+def test_joint_states_of_other_joints_on_the_same_topic_are_ignored(processes: ProcessGroup, tmp_path: Path) -> None:
+    """On a shared joint-state topic, the gripper's and another arm's messages (here
+    faster than the arm's own) neither stand in for the Panda's state nor starve it."""
+    import threading
+
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    start_panda(processes, tmp_path)
+    context = init_private_context()
+    node = Node("other_joints", context=context)
+    publisher = node.create_publisher(JointState, "/franka/joint_states", qos_profile_sensor_data)
+    gripper = JointState(name=["panda_finger_joint1", "panda_finger_joint2"], position=[0.04, 0.04])
+    other_arm = JointState(name=[f"fr3_joint{i}" for i in range(1, 8)], position=[1.0] * 7, velocity=[2.0] * 7)
+    stop = threading.Event()
+
+    def publish_others() -> None:
+        while not stop.is_set():
+            publisher.publish(gripper)
+            publisher.publish(other_arm)
+            time.sleep(0.001)
+
+    publishing = threading.Thread(target=publish_others, daemon=True)
+    publishing.start()
+    try:
+        with RLClient(connect_timeout=30, reset_timeout=30) as client:
+            answers = [client.reset(options=panda.HOME)]
+            answers += [client.step([0.0, 0.0, 0.0]) for _ in range(20)]
+    finally:
+        stop.set()
+        publishing.join()
+        node.destroy_node()
+        context.try_shutdown()
+    for answer in answers:
+        np.testing.assert_allclose(answer.observation[:7], panda.HOME, atol=5e-3)
+        np.testing.assert_allclose(answer.observation[7:14], 0.0, atol=0.02)

@@ -36,6 +36,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.clock import JumpThreshold, TimeJump
 from rclpy.duration import Duration as RclpyDuration
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -50,6 +51,12 @@ from spin_decoupler_ros.core.timing import StaleClockGuard, ns_to_seconds
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
+STATE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=8,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
 OBSERVATION_NAMES = (
     *(f"q{i}" for i in range(1, 8)),
     *(f"dq{i}" for i in range(1, 8)),
@@ -65,8 +72,8 @@ class PandaAgent(AgentNode):
         self._q: np.ndarray | None = None
         self._dq = np.zeros(panda.DOF)
         self._state_ns = 0
-        self._order: list[int] | None = None
-        self._order_names: list[str] = []
+        self._order: list[int] = []  # where panda_joint1..7 are in messages named like
+        self._order_names: list[str] | None = None  # this (the arm's last message)
         self._reset_started_ns: int | None = None
         self._clock_guard = StaleClockGuard(self.params.control_period_ns)
         if self.get_parameter("use_sim_time").value:
@@ -80,10 +87,11 @@ class PandaAgent(AgentNode):
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
         deserialize_message(serialize_message(JointState()), JointState)
-        # High-rate state (1 kHz on the robot), best effort: never spun, the newest is
-        # taken and decoded when a tick needs it (a callback per message cost the loop
-        # more than its ticks did); commands reliable.
-        self._joint_state_reader = LatestMessage(self, JointState, self.joint_states_topic)
+        # High-rate state (1 kHz on the robot), best effort: never spun, the newest of the
+        # arm's is taken and decoded when a tick needs it (a callback per message cost the
+        # loop more than its ticks did); a few kept, should other joints share the topic.
+        # Commands reliable.
+        self._joint_state_reader = LatestMessage(self, JointState, self.joint_states_topic, STATE_QOS)
         self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
 
     def configure(self) -> AgentSpaces:
@@ -167,25 +175,27 @@ class PandaAgent(AgentNode):
     # -- robot state --------------------------------------------------------------------
 
     def _decode_state(self) -> None:
-        """Take in the newest joint state, if one came since the last look."""
-        raw = self._joint_state_reader.take_serialized()
-        if raw is None:
-            return
-        msg = deserialize_message(raw, JointState)
-        if self._order is None or len(msg.name) != len(self._order_names):
+        """Take in the newest of the arm's joint states that came since the last look."""
+        for raw in reversed(self._joint_state_reader.take_all_serialized()):
+            if self._take_in(deserialize_message(raw, JointState)):
+                self._state_ns = self.now_ns()  # within a tick of its arrival
+                return
+
+    def _take_in(self, msg: JointState) -> bool:
+        """Keep the arm's positions and velocities from ``msg``, if it holds them."""
+        if msg.name != self._order_names:
             try:
-                names = list(msg.name)
-                self._order = [names.index(name) for name in panda.JOINT_NAMES]
-                self._order_names = names
+                order = [msg.name.index(name) for name in panda.JOINT_NAMES]
             except ValueError:
-                return  # another robot's (or the gripper's) joint states
+                return False  # the gripper's, or another robot's, on a shared topic
+            self._order, self._order_names = order, list(msg.name)
         position = np.asarray(msg.position)
-        if position.size < len(self._order_names):
-            return
+        if position.size < len(msg.name):
+            return False
         self._q = position[self._order]
         velocity = np.asarray(msg.velocity)
-        self._dq = velocity[self._order] if velocity.size >= len(self._order_names) else np.zeros(panda.DOF)
-        self._state_ns = self.now_ns()  # within a tick of its arrival
+        self._dq = velocity[self._order] if velocity.size >= len(msg.name) else np.zeros(panda.DOF)
+        return True
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
         self._decode_state()

@@ -49,7 +49,8 @@ class LatestMessage:
         this subscription is left out of its waits).
     :param msg_type: the topic's message type.
     :param topic: the topic name.
-    :param qos: the subscription's QoS; keep-last with depth 1 by default.
+    :param qos: the subscription's QoS; keep-last with depth 1 by default (deeper, when
+        the newest message may not be the one wanted: a topic shared with others).
     """
 
     def __init__(self, node: Node, msg_type: type, topic: str, qos: QoSProfile = NEWEST_ONLY) -> None:
@@ -58,13 +59,17 @@ class LatestMessage:
             msg_type, topic, _never_called, qos, callback_group=_ReadByHand(), raw=True
         )
 
-    def take_serialized(self) -> bytes | None:
-        """The newest message received since the last call (serialised), or None."""
-        newest = None
+    def take_all_serialized(self) -> list[bytes]:
+        """The messages received since the last call (serialised), oldest first: at most
+        as many as the QoS depth keeps (the newest one, by default)."""
+        taken = []
         handle = self._subscription.handle
         with handle:
-            while True:  # drains a deeper history too, should the QoS keep one
-                taken = handle.take_message(self.msg_type, True)
-                if taken is None:
-                    return newest
-                newest = taken[0]
+            while (message := handle.take_message(self.msg_type, True)) is not None:
+                taken.append(message[0])
+        return taken
+
+    def take_serialized(self) -> bytes | None:
+        """The newest message received since the last call (serialised), or None."""
+        taken = self.take_all_serialized()
+        return taken[-1] if taken else None
