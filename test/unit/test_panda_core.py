@@ -229,6 +229,70 @@ def test_braking_knots_stop_every_joint_at_its_limit_and_interpolate_exactly(vel
     assert np.all(np.abs(np.diff(sampled, axis=0)) <= limits.acceleration * (t[1] - t[0]) * (1 + 1e-6) + 1e-9)
 
 
+def _edge_of_acceptance(motion: ArmMotion, q: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The fastest velocity along ``direction`` the box guard accepts at ``q``."""
+    if motion.state_of(q, direction).risk <= 0.0:
+        return direction
+    low, high = 0.0, 1.0
+    for _ in range(30):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if motion.state_of(q, middle * direction).risk <= 0.0 else (low, middle)
+    return low * direction
+
+
+def _braking_excess(q: np.ndarray, v: np.ndarray, limits: MotionLimits, box: WorkspaceBox = BOX) -> tuple[float, float]:
+    """How far outside ``box`` (m) the braking tail from (q, v) puts the TCP: at its
+    knots (what the controller is sent), and anywhere along the interpolated path."""
+    kinematics = PandaKinematics()
+    knots = braking_knots(q, v, limits)
+    times = np.array([0.0, *(t_ns * 1e-9 for t_ns, _, _ in knots)])
+    positions, velocities = [q, *(k[1] for k in knots)], [v, *(k[2] for k in knots)]
+    path = [sample_knots(times, positions, velocities, t)[0] for t in np.linspace(0.0, times[-1], 100)]
+    return max(box.excess(kinematics.tcp(p)) for p in positions), max(box.excess(kinematics.tcp(p)) for p in path)
+
+
+def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box() -> None:
+    """The guard accepts a reference state only if braking from it keeps the TCP inside
+    the workspace box, and every command ends with that braking. At the edge of what it
+    accepts (the fastest state along a random direction, from a hand a centimetre inside
+    a face), neither the knots sent nor the path between them may leave the box; they
+    keep 0.7 mm of the millimetre the guard keeps (what it does not check, between the
+    points it does, strays less). When the guard checked a straight joint-space line
+    instead of each joint braking to its own stop, it missed the path by up to 3.4 mm."""
+    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    motion = ArmMotion("joint_delta", limits, BOX, panda.HOME)
+    guard = BOX.shrunk(0.001)
+    kinematics = PandaKinematics()
+    rng = np.random.default_rng(0)
+    checked = 0
+    while checked < 500:
+        outside = np.clip(panda.HOME + rng.uniform(-1.2, 1.2, 7), limits.lower, limits.upper)
+        if guard.excess(kinematics.tcp(outside)) == 0.0:
+            continue
+        low, high = 0.0, 1.0  # along the line from home: where the hand is 1 cm inside
+        for _ in range(30):
+            middle = 0.5 * (low + high)
+            q = panda.HOME + middle * (outside - panda.HOME)
+            low, high = (middle, high) if motion.state_of(q, np.zeros(7)).risk <= -0.01 else (low, middle)
+        q = panda.HOME + low * (outside - panda.HOME)
+        v = _edge_of_acceptance(motion, q, rng.uniform(-1.0, 1.0, 7) * limits.velocity)
+        assert _braking_excess(q, v, limits, BOX.shrunk(0.0007)) == (0.0, 0.0), (q, v)
+        checked += 1
+
+
+def test_the_box_guard_refuses_the_state_a_fuzz_run_sent_out_of_the_box() -> None:
+    """The planned state (mid-reset, the hand moving along a face) whose braking knots
+    reached 1.7 mm outside the box in a fuzz run: the guard must not accept it."""
+    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    q = np.array([-0.32512609530734770, 1.325096925125874, -2.165330398225298, -1.244955730776564,
+                  -2.3302450870966616, 0.9529408622439629, 1.2356562996939526])  # fmt: skip
+    v = np.array([0.7983666848635346, -0.5331098752091731, 1.0836149850925978, -0.01821922001075789,
+                  0.8511237888663226, 0.3426209350195976, -0.22449559365101796])  # fmt: skip
+    knots_excess, _ = _braking_excess(q, v, limits)
+    assert knots_excess > 0.0015
+    assert ArmMotion("joint_delta", limits, BOX, q).state_of(q, v).risk > 0.0
+
+
 def test_a_point_at_the_instant_of_arrival_counts_as_past() -> None:
     """Float seconds from integer stamps differ in the last bits: a point 1e-15 s ahead
     is the same instant, not a segment that needs an infinite acceleration."""
