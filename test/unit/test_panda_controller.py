@@ -163,6 +163,38 @@ def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
     np.testing.assert_allclose(sim.q, expected, atol=5e-3)
 
 
+def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_the_box() -> None:
+    """Joint actions can leave the arm in a posture 2.3 rad from its start pose, the hand
+    low in a corner, one the null space cannot turn into the start pose's. The reset
+    must still get there, every command inside the limits and the box. (A direct joint
+    move from there swung the hand to the floor, where the guard held it 1.8 rad short
+    until the reset timed out: a fuzz run's failure.)"""
+    corner = np.array([-0.98, 1.599, 0.705, -2.806, -1.52, 3.702, 2.847])
+    start_pose = np.array([-0.08, -0.73, 0.072, -2.418, 0.003, 1.573, 0.732])
+    sim = PandaSim()
+    sim.place(corner)
+    kinematics = PandaKinematics()
+    c = PandaController("joint_delta", MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8), BOX, PERIOD)
+    c.start(sim.q, 0)
+    c.begin_reset(0, start_pose, sim.q, sim.dq)
+    found: list[str] = []
+    now = 0
+    for _ in range(1500):  # the agent's reset_timeout, 15 s
+        if c.reset_reached(sim.q, sim.dq):
+            break
+        command = c.command(now)
+        assert command is not None
+        points = _points(command)
+        found += command_violations(points, now / 1e9, sim.time, sim.follower, BOX, kinematics)
+        sim.command(points, now / 1e9)
+        sim.step(10)
+        now += PERIOD
+    else:
+        pytest.fail(f"the reset never completed: {c.reset_error(sim.q):.3f} rad short")
+    assert found == []
+    np.testing.assert_allclose(sim.q, start_pose, atol=5e-3)
+
+
 def test_reset_options_give_the_start_pose() -> None:
     c = controller()
     c.begin_reset(None, panda.HOME + 0.2, None, np.zeros(7))

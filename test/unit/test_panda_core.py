@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import ArmMotion, MotionLimits, ReferenceGenerator, WorkspaceBox, braking_knots
+from franka_agent.core.motion import (
+    ArmMotion,
+    MotionLimits,
+    ReferenceGenerator,
+    WorkspaceBox,
+    braking_knots,
+    plan_joint_route,
+    rest_to_rest_path,
+)
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
 from franka_agent.core.sim import PandaSim
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint, sample_knots
@@ -291,6 +300,45 @@ def test_the_box_guard_refuses_the_state_a_fuzz_run_sent_out_of_the_box() -> Non
     knots_excess, _ = _braking_excess(q, v, limits)
     assert knots_excess > 0.0015
     assert ArmMotion("joint_delta", limits, BOX, q).state_of(q, v).risk > 0.0
+
+
+def test_the_joint_move_checked_for_routes_is_the_one_the_reference_takes() -> None:
+    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = np.clip(panda.HOME + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
+        goal = np.clip(panda.HOME + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
+        still = rng.random(7) < 0.3
+        goal[still] = q[still]  # joints with nothing to do
+        times, path = rest_to_rest_path(q, goal, limits, 50)
+        reference = ReferenceGenerator(limits.joints, q)
+        reference.set_goal(goal)
+        taken = np.array([q] + [reference.step(0.001)[0].copy() for _ in range(round(times.max() * 1000) + 5)])
+        np.testing.assert_allclose(path[49], goal, atol=1e-12)  # the last sample: every joint there
+        # Within what a millisecond's rounding of the time moves a joint at full speed.
+        np.testing.assert_allclose(path, taken[np.round(times * 1000).astype(int)], atol=limits.velocity.max() * 6e-4)
+        np.testing.assert_allclose(taken[-1], goal, atol=1e-9)
+
+
+def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not() -> None:
+    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    kinematics = PandaKinematics()
+    box = BOX.shrunk(0.01)
+    home = panda.HOME.copy()
+    assert plan_joint_route(home, home + 0.1, limits, box, kinematics) == [pytest.approx(home + 0.1)]
+    # A posture whose hand is where the start pose's is, but on the far side of the arm.
+    posture = np.array([-2.32, 1.43, 1.31, -3.02, -1.66, 3.7, 0.73])
+    start_pose = np.array([-0.08, -0.73, 0.072, -2.418, 0.003, 1.573, 0.732])
+
+    def lowest_excess(start: np.ndarray, end: np.ndarray) -> float:
+        return max(box.excess(kinematics.tcp(p)) for p in rest_to_rest_path(start, end, limits, 100)[1])
+
+    assert lowest_excess(posture, start_pose) > 0.05  # straight there: the hand 9 cm out
+    route = plan_joint_route(posture, start_pose, limits, box, kinematics)
+    assert len(route) > 1
+    np.testing.assert_array_equal(route[-1], start_pose)
+    for start, end in zip([posture, *route], route, strict=False):
+        assert lowest_excess(start, end) == 0.0
 
 
 def test_a_point_at_the_instant_of_arrival_counts_as_past() -> None:

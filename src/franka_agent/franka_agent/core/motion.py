@@ -22,6 +22,8 @@ Pure numpy. The pieces:
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +34,7 @@ from franka_agent.core.kinematics import PandaKinematics
 ACTION_MODES = ("ee_delta", "joint_delta")
 FOLLOW_GAIN = 20.0  # 1/s: how fast the joints close a gap to the IK solution (50 ms)
 BRAKING_CHECKS = np.array([0.25, 0.5, 0.75])  # shares of the longest stop the box guard checks too
+ROUTE_CHECK_EVERY = 0.002  # s of control period per move a reset's route search checks (0.2 ms each)
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,88 @@ def braking_knots(q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> list[tu
     return [(int(t_ns), positions[i], velocities[i]) for i, t_ns in enumerate(times_ns)]
 
 
+def rest_to_rest_path(
+    q: np.ndarray, goal: np.ndarray, limits: MotionLimits, samples: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where the joints pass on a joint move from rest at ``q`` to rest at ``goal``, each
+    joint on its own time-optimal profile within its limits, as ``ReferenceGenerator``
+    moves them (so not along a straight joint-space line): times (s) and configurations
+    (one per row), ``samples`` evenly in time, then one where each joint arrives."""
+    distance = np.abs(goal - q)
+    a, top = limits.acceleration, limits.velocity
+    peak = np.minimum(np.sqrt(distance * a), top)  # a joint too close to reach top speed
+    ramp = peak / a
+    arrival = np.where(peak > 0.0, distance / np.maximum(peak, 1e-12) + ramp, 0.0)
+    t = np.concatenate((np.linspace(0.0, arrival.max(), samples), arrival))[:, None]
+    braking = np.clip(t - (arrival - ramp), 0.0, ramp)
+    covered = 0.5 * a * np.minimum(t, ramp) ** 2 + peak * np.clip(t - ramp, 0.0, arrival - 2 * ramp)
+    covered += peak * braking - 0.5 * a * braking**2
+    return t[:, 0], q + np.sign(goal - q) * np.minimum(covered, distance)
+
+
+def plan_joint_route(
+    q: np.ndarray,
+    goal: np.ndarray,
+    limits: MotionLimits,
+    box: WorkspaceBox,
+    kinematics: PandaKinematics,
+    samples: int = 40,
+) -> list[np.ndarray] | None:
+    """Waypoints for a joint move from ``q`` (at rest) to ``goal`` along which the TCP
+    stays in ``box`` (or, if an end is outside it, no further out): ``[goal]`` if the
+    direct move does; otherwise, in turn, the most joints that can go to their goal while
+    the others hold. A direct move between two postures can swing the hand far out (from
+    an arm pushed into a corner, the guard held it at the floor 1.8 rad short of home).
+    None if there is no such route."""
+    search = joint_route_search(q, goal, limits, box, kinematics, samples)
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            return done.value
+
+
+def joint_route_search(
+    q: np.ndarray,
+    goal: np.ndarray,
+    limits: MotionLimits,
+    box: WorkspaceBox,
+    kinematics: PandaKinematics,
+    samples: int = 40,
+) -> Generator[None, None, list[np.ndarray] | None]:
+    """``plan_joint_route`` a step at a time: it yields after each move it checks (about
+    0.2 ms; a search can take a few hundred) and returns the route, so a control loop
+    can spread the search over its ticks."""
+
+    def excess(points: np.ndarray) -> np.ndarray:
+        tcps = np.array([kinematics.tcp(point) for point in points])
+        return np.max(np.maximum(box.low - tcps, tcps - box.high).clip(min=0.0), axis=1)
+
+    allowed = float(np.max(excess(np.array([q, goal])))) + 1e-9
+    route: list[np.ndarray] = []
+    here = q.copy()
+    remaining = [joint for joint in range(panda.DOF) if here[joint] != goal[joint]]
+    while remaining:
+        waypoint = None
+        for size in range(len(remaining), 0, -1):
+            for joints in itertools.combinations(remaining, size):
+                candidate = here.copy()
+                candidate[list(joints)] = goal[list(joints)]
+                fits = bool(np.all(excess(rest_to_rest_path(here, candidate, limits, samples)[1]) <= allowed))
+                yield
+                if fits:
+                    waypoint = candidate
+                    break
+            if waypoint is not None:
+                break
+        if waypoint is None:
+            return None
+        route.append(waypoint)
+        here = waypoint
+        remaining = [joint for joint in remaining if here[joint] != goal[joint]]
+    return route or [goal.copy()]  # (already there: a move of nothing)
+
+
 def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
     """The largest factor <= 1 that brings every element of ``vector`` within ``limit``
     (elements that are zero constrain nothing)."""
@@ -326,8 +411,15 @@ class ArmMotion:
         self.cartesian_active = False  # joint goals come from the Cartesian reference
         self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
         self._final_goal: np.ndarray | None = None  # where move_home ends
-        self._phase = ""  # move_home: "hand", then "posture", then a plain joint move
-        self._phase_ticks = 0
+        self._phase = ""  # move_home: "hand", then "posture", then "route" (joint moves)
+        self._phase_ticks = 0  # in the phase (posture: since the last progress)
+        self._phase_best = np.inf  # posture: the smallest joint error so far
+        self._route: list[np.ndarray] = []  # joint waypoints still to go, the final goal last
+        self._search: Generator[None, None, list[np.ndarray] | None] | None = None
+        self._hand_first_if_no_route = True
+        # Routes are checked a centimetre inside the box: the joints' real path strays
+        # from the profile checked by a few mm, and the guard brakes 1 mm inside.
+        self._route_box = box.shrunk(min(0.01, box_margin / 2))
         self._risk: float | None = None
         # States ``preview`` computed ahead (each with whether the guard braked), valid
         # until an input changes: the next ``step`` of the same length takes the first
@@ -399,24 +491,15 @@ class ArmMotion:
         self.joints.set_goal(goal)
 
     def move_home(self, goal: np.ndarray) -> None:
-        """Go to a start configuration from anywhere in the box, in three phases: the
-        hand, in a straight line to where ``goal`` puts it; then, the hand held there,
-        the arm's posture through the IK's null space towards ``goal``; then the joints
-        the rest of the way. A direct joint move could swing the hand out of the box,
-        where the guard would stop it for good."""
+        """Go to a start configuration from anywhere in the box. Once at rest, the joints
+        go there on a route that keeps the hand in the box: straight if that does, else
+        the most joints at a time (a direct move can swing the hand out, where the guard
+        would stop it for good). Without such a route, the hand first goes in a straight
+        line to where ``goal`` puts it, then the posture turns towards ``goal`` through
+        the IK's null space, then the joints go the rest of the way."""
         self._lookahead = []
-        goal = np.clip(goal, self.limits.lower, self.limits.upper)
-        target = self.goal_box.clip(self.kinematics.tcp(goal))
-        if np.linalg.norm(target - self.kinematics.tcp(self.joints.q)) < 0.02:
-            self.move_joints(goal)
-            return
-        if not self.cartesian_active:
-            self._follow_joints()
-            self.cartesian_active = True
-        self.cartesian.set_goal(target)
-        self._final_goal = goal
-        self._phase = "hand"
-        self._phase_ticks = 0
+        self._final_goal = np.clip(goal, self.limits.lower, self.limits.upper)
+        self._brake_then_search(then_hand_first=True)
 
     def stop(self) -> None:
         """Brake within the limits and hold."""
@@ -446,7 +529,7 @@ class ArmMotion:
     def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         if self._final_goal is not None:
             self._lookahead = []  # the phase may change before the step
-            self._advance_move_home()
+            self._advance_move_home(dt)
         if self._lookahead and dt == self._lookahead_dt:
             state, braked = self._lookahead.pop(0)
         else:
@@ -474,14 +557,69 @@ class ArmMotion:
             self._lookahead = []  # (for tests: every step then plans afresh)
         return states
 
-    def _advance_move_home(self) -> None:
+    def _advance_move_home(self, dt: float) -> None:
         goal = self._final_goal
         assert goal is not None
         self._phase_ticks += 1
-        if self._phase == "hand" and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
-            self._phase, self._phase_ticks = "posture", 0
-        elif self._phase == "posture" and (np.max(np.abs(self.joints.q - goal)) < 0.05 or self._phase_ticks > 1000):
-            self.move_joints(goal)  # close enough (or as close as the null space gets): the joints
+        if self._phase == "stop" and np.max(np.abs(self.joints.v)) < 1e-2:
+            self._search = joint_route_search(self.joints.q, goal, self.limits, self._route_box, self.kinematics)
+            self._phase = "search"
+        if self._phase == "search":
+            self._search_on(goal, max(1, int(dt / ROUTE_CHECK_EVERY)))
+        elif self._phase == "hand" and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
+            self._phase, self._phase_ticks, self._phase_best = "posture", 0, np.inf
+        elif self._phase == "posture":
+            error = float(np.max(np.abs(self.joints.q - goal)))
+            if error < self._phase_best - 1e-3:
+                self._phase_best, self._phase_ticks = error, 0
+            # Close enough, or as close as the null space gets (no progress for 100 ticks):
+            # the joints, on a route if there is one (straight otherwise: the guard holds).
+            if error < 0.05 or self._phase_ticks > 100:
+                self._brake_then_search(then_hand_first=False)
+        elif self._phase == "route" and self.joints.settled():
+            self._route.pop(0)
+            self._set_joint_goal(self._route[0])
+
+    def _brake_then_search(self, then_hand_first: bool) -> None:
+        """Bring the joints to rest, then search for a route (see ``move_home``)."""
+        self.cartesian_active = False
+        self.joints.stop()
+        self._phase, self._phase_ticks = "stop", 0
+        self._hand_first_if_no_route = then_hand_first
+
+    def _search_on(self, goal: np.ndarray, checks: int) -> None:
+        """Take the route search ``checks`` moves further (the arm holds meanwhile), and
+        set off when it ends: on the route, or, without one, the hand first (or, after
+        that, straight to the goal)."""
+        search = self._search
+        assert search is not None
+        for _ in range(checks):
+            try:
+                next(search)
+            except StopIteration as done:
+                route = done.value
+                if route is not None:
+                    self._follow_route(route)
+                elif self._hand_first_if_no_route:
+                    self._follow_joints()
+                    self.cartesian_active = True
+                    self.cartesian.set_goal(self.goal_box.clip(self.kinematics.tcp(goal)))
+                    self._phase, self._phase_ticks = "hand", 0
+                else:
+                    self._follow_route([goal])
+                return
+
+    def _follow_route(self, route: list[np.ndarray]) -> None:
+        self._route = route
+        self._phase = "route"
+        self._set_joint_goal(route[0])
+
+    def _set_joint_goal(self, goal: np.ndarray) -> None:
+        if len(self._route) == 1:
+            self.move_joints(goal)  # the last leg: move_home is done
+        else:
+            self.cartesian_active = False
+            self.joints.set_goal(goal)
 
     def _state(self) -> MotionState:
         if self._risk is None:
@@ -495,7 +633,7 @@ class ArmMotion:
         goal = self.joints.goal
         if self.cartesian_active:
             x, xv = self.cartesian.advance(x, xv, dt)
-            if self._phase == "posture" and self._final_goal is not None:
+            if self._final_goal is not None:  # move_home: the posture drawn towards its goal
                 ik = solve_ik(self.kinematics, ik, x, self.limits, posture=self._final_goal, posture_gain=0.02)
             else:
                 ik = solve_ik(self.kinematics, ik, x, self.limits)
