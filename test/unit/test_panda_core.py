@@ -17,7 +17,7 @@ from franka_agent.core.motion import (
     ReferenceGenerator,
     WorkspaceBox,
     braking_knots,
-    plan_joint_route,
+    joint_route_search,
     rest_to_rest_path,
 )
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
@@ -318,6 +318,16 @@ def test_the_joint_move_checked_for_routes_is_the_one_the_reference_takes() -> N
         # Within what a millisecond's rounding of the time moves a joint at full speed.
         np.testing.assert_allclose(path, taken[np.round(times * 1000).astype(int)], atol=limits.velocity.max() * 6e-4)
         np.testing.assert_allclose(taken[-1], goal, atol=1e-9)
+
+
+def plan_joint_route(*args: object) -> list[np.ndarray] | None:
+    """The route ``joint_route_search`` returns, searched to the end at once."""
+    search = joint_route_search(*args)  # type: ignore[arg-type]
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            return done.value
 
 
 def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not() -> None:

@@ -64,7 +64,8 @@ class WorkspaceBox:
         return WorkspaceBox(self.low + margin, self.high - margin)
 
     def excess(self, point: np.ndarray) -> float:
-        """How far (m) outside the box a point is; 0 inside."""
+        """How far (m) outside the box a point is (or the farthest of several, one per
+        row); 0 inside."""
         return float(np.max(np.maximum(self.low - point, point - self.high).clip(min=0.0)))
 
 
@@ -258,28 +259,6 @@ def rest_to_rest_path(
     return t[:, 0], q + np.sign(goal - q) * np.minimum(covered, distance)
 
 
-def plan_joint_route(
-    q: np.ndarray,
-    goal: np.ndarray,
-    limits: MotionLimits,
-    box: WorkspaceBox,
-    kinematics: PandaKinematics,
-    samples: int = 40,
-) -> list[np.ndarray] | None:
-    """Waypoints for a joint move from ``q`` (at rest) to ``goal`` along which the TCP
-    stays in ``box`` (or, if an end is outside it, no further out): ``[goal]`` if the
-    direct move does; otherwise, in turn, the most joints that can go to their goal while
-    the others hold. A direct move between two postures can swing the hand far out (from
-    an arm pushed into a corner, the guard held it at the floor 1.8 rad short of home).
-    None if there is no such route."""
-    search = joint_route_search(q, goal, limits, box, kinematics, samples)
-    while True:
-        try:
-            next(search)
-        except StopIteration as done:
-            return done.value
-
-
 def joint_route_search(
     q: np.ndarray,
     goal: np.ndarray,
@@ -288,15 +267,20 @@ def joint_route_search(
     kinematics: PandaKinematics,
     samples: int = 40,
 ) -> Generator[None, None, list[np.ndarray] | None]:
-    """``plan_joint_route`` a step at a time: it yields after each move it checks (about
-    0.2 ms; a search can take a few hundred) and returns the route, so a control loop
-    can spread the search over its ticks."""
+    """Waypoints for a joint move from ``q`` (at rest) to ``goal`` along which the TCP
+    stays in ``box`` (or, if an end is outside it, no further out): ``[goal]`` if the
+    direct move does; otherwise, in turn, the most joints that can go to their goal while
+    the others hold. A direct move between two postures can swing the hand far out (from
+    an arm pushed into a corner, the guard held it at the floor 1.8 rad short of home).
 
-    def excess(points: np.ndarray) -> np.ndarray:
-        tcps = np.array([kinematics.tcp(point) for point in points])
-        return np.max(np.maximum(box.low - tcps, tcps - box.high).clip(min=0.0), axis=1)
+    A search a step at a time: it yields after each move it checks (about 0.2 ms; a
+    search can take a few hundred), so a control loop can spread it over its ticks, and
+    returns the route, or None if there is no such route."""
 
-    allowed = float(np.max(excess(np.array([q, goal])))) + 1e-9
+    def worst_excess(configurations: np.ndarray | list[np.ndarray]) -> float:
+        return box.excess(np.array([kinematics.tcp(configuration) for configuration in configurations]))
+
+    allowed = worst_excess([q, goal]) + 1e-9
     route: list[np.ndarray] = []
     here = q.copy()
     remaining = [joint for joint in range(panda.DOF) if here[joint] != goal[joint]]
@@ -306,7 +290,7 @@ def joint_route_search(
             for joints in itertools.combinations(remaining, size):
                 candidate = here.copy()
                 candidate[list(joints)] = goal[list(joints)]
-                fits = bool(np.all(excess(rest_to_rest_path(here, candidate, limits, samples)[1]) <= allowed))
+                fits = worst_excess(rest_to_rest_path(here, candidate, limits, samples)[1]) <= allowed
                 yield
                 if fits:
                     waypoint = candidate
