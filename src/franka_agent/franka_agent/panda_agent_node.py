@@ -36,7 +36,6 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.clock import JumpThreshold, TimeJump
 from rclpy.duration import Duration as RclpyDuration
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -44,19 +43,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from franka_agent.core import panda
 from franka_agent.core.controller import Command, PandaController
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
-from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage
+from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage, sensor_qos
 from spin_decoupler_ros.conversions import float64_field, set_stamp
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.timing import StaleClockGuard, ns_to_seconds
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
-STATE_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=8,
-    reliability=ReliabilityPolicy.BEST_EFFORT,
-    durability=DurabilityPolicy.VOLATILE,
-)
+STATE_QOS = sensor_qos(depth=8)  # a few kept, should other joints share the topic
 OBSERVATION_NAMES = (
     *(f"q{i}" for i in range(1, 8)),
     *(f"dq{i}" for i in range(1, 8)),

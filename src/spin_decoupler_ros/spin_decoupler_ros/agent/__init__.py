@@ -1,6 +1,6 @@
 """The agent side: ``AgentNode``, a timer-driven control loop serving RL steps."""
 
 from spin_decoupler_ros.agent.agent_node import AgentNode, AgentParameters, AgentSpaces
-from spin_decoupler_ros.agent.latest_message import LatestMessage
+from spin_decoupler_ros.agent.latest_message import LatestMessage, sensor_qos
 
-__all__ = ["AgentNode", "AgentParameters", "AgentSpaces", "LatestMessage"]
+__all__ = ["AgentNode", "AgentParameters", "AgentSpaces", "LatestMessage", "sensor_qos"]

@@ -16,13 +16,18 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-# Sensor data: best effort, and only the newest matters.
-NEWEST_ONLY = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.BEST_EFFORT,
-    durability=DurabilityPolicy.VOLATILE,
-)
+
+def sensor_qos(depth: int = 1) -> QoSProfile:
+    """Sensor data: best effort, and only the newest ``depth`` messages kept."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+NEWEST_ONLY = sensor_qos(1)
 
 
 class _ReadByHand(CallbackGroup):
@@ -39,7 +44,7 @@ class _ReadByHand(CallbackGroup):
 
 
 def _never_called(_: Any) -> None:
-    raise AssertionError("a LatestMessage subscription is read with take_serialized(), never spun")
+    raise AssertionError("a LatestMessage subscription is read by taking its messages, never spun")
 
 
 class LatestMessage:
