@@ -52,14 +52,25 @@ np.save(sys.stdout.buffer, np.diff(ticks))
 """
 
 
-def timer_floor(rate: float, seconds: float, priority: int) -> dict[str, float]:
-    """Periods of a bare sleep loop at ``rate``: the lateness no control loop here can beat."""
-    done = subprocess.run(
+def start_timer_floor(rate: float, seconds: float, priority: int) -> subprocess.Popen[bytes]:
+    """A bare sleep loop at ``rate`` in its own process: the lateness no control loop
+    here can beat (alone, or beside the same load as the agent)."""
+    return subprocess.Popen(
         [sys.executable, "-c", TIMER_FLOOR, str(1.0 / rate), str(seconds), str(priority)],
-        capture_output=True,
-        check=True,
+        stdout=subprocess.PIPE,
     )
-    periods = np.load(io.BytesIO(done.stdout)) * 1e3
+
+
+def timer_floor(rate: float, seconds: float, priority: int) -> dict[str, float]:
+    """The bare sleep loop's periods, alone on the machine."""
+    return floor_figures(start_timer_floor(rate, seconds, priority), rate, seconds)
+
+
+def floor_figures(loop: subprocess.Popen[bytes], rate: float, seconds: float) -> dict[str, float]:
+    out, _ = loop.communicate()
+    if loop.returncode != 0:
+        raise RuntimeError(f"the timer floor loop failed (exit {loop.returncode})")
+    periods = np.load(io.BytesIO(out)) * 1e3
     nominal = 1e3 / rate
     return {
         "seconds": seconds,
@@ -154,6 +165,9 @@ def measure(
             verbose=0,
         )
         deadline = time.monotonic() + seconds
+        # The same bare loop as the floor, beside the agent for the whole run: what the
+        # machine's timers give a real-time process under this very load.
+        floor_beside = start_timer_floor(rate, seconds, priority)
 
         class Stop(BaseCallback):
             def _on_step(self) -> bool:
@@ -161,6 +175,7 @@ def measure(
 
         model.learn(total_timesteps=10**9, callback=[Record(), Stop(), FreezeGarbageCollector()])
         env.close()
+        floor_beside_figures = floor_figures(floor_beside, rate, seconds)
         agent.stop()  # SIGINT: the agent writes its period log on the way out
     periods = np.load(period_log).astype(np.float64) / 1e6  # ms
     nominal = 1e3 / rate
@@ -188,6 +203,7 @@ def measure(
         "first_step_lat_median_ms": round(float(np.median(first[:, 1])) * 1e3, 3) if first.size else None,
         "steps": int(data.shape[0]),
         "realtime_priority": priority if "SCHED_FIFO" in log_text else 0,
+        "timer_floor_beside_load": floor_beside_figures,
     }
 
 

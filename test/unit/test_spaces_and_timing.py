@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from spin_decoupler_ros.core import ActionSpaceError, ActionSpec, ClockOffsetEstimator, TickMonitor, exchange_sample
-from spin_decoupler_ros.core.timing import StaleClockGuard, periods_for
+from spin_decoupler_ros.core.timing import StaleClockGuard, WakeLatency, periods_for
 
 MS = 1_000_000
 
@@ -51,6 +51,19 @@ def test_tick_monitor_counts_late_periods_and_ignores_rephasing_ticks() -> None:
     np.testing.assert_array_equal(monitor.periods(), np.array([10, 10, 12, 10, 10]) * MS)
     stats = monitor.start_step()
     assert (stats.ticks, stats.late_ticks, stats.max_period_ns) == (5, 1, 12 * MS)
+
+
+def test_wake_latency_learns_the_typical_lateness_and_a_stall_barely_moves_it() -> None:
+    latency = WakeLatency(10 * MS)
+    assert latency.lead_ns == 0  # nothing measured: a plain reset
+    for _ in range(200):
+        latency.on_tick(600_000)  # ticks run 0.6 ms after they are due
+    assert latency.lead_ns == pytest.approx(600_000, abs=1_000)
+    latency.on_tick(40 * MS)  # one stall of four periods counts as a quarter period
+    assert latency.lead_ns == pytest.approx(600_000 + (2.5 * MS - 600_000) / 16, abs=1_000)
+    for _ in range(200):
+        latency.on_tick(-50_000)  # early (a clock step): counts as on time
+    assert latency.lead_ns < 1_000
 
 
 def test_tick_monitor_history_is_a_ring() -> None:

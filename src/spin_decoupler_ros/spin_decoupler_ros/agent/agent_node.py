@@ -30,6 +30,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
+from rclpy.timer import Timer
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
@@ -43,7 +44,7 @@ from spin_decoupler_ros.conversions import (
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
 from spin_decoupler_ros.core.spaces import ActionSpec
-from spin_decoupler_ros.core.timing import TickMonitor, ns_to_seconds, seconds_to_ns
+from spin_decoupler_ros.core.timing import TickMonitor, WakeLatency, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import ExitRequested
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
 
@@ -101,6 +102,19 @@ class AgentParameters:
     exit_on_finish: bool
     realtime_priority: int
     period_log: str
+
+
+def rephase_timer(timer: Timer, period_ns: int, lead_ns: int) -> None:
+    """Make ``timer``'s next tick due ``period_ns - lead_ns`` from now, then every
+    ``period_ns`` after it: so that it *runs* one period from now, its callbacks running
+    ``lead_ns`` (see WakeLatency) after they are due. rcl's reset counts from now with
+    the period at that moment, and every later call adds the period it has then."""
+    if lead_ns <= 0:
+        timer.reset()
+        return
+    timer.timer_period_ns = period_ns - lead_ns
+    timer.reset()
+    timer.timer_period_ns = period_ns
 
 
 def declare_agent_parameters(node: Node) -> AgentParameters:
@@ -206,6 +220,7 @@ class AgentNode(Node):
         )
         history = 2_000_000 if self.params.period_log else 0  # 16 MB: over an hour at 500 Hz
         self._tick_monitor = TickMonitor(self.params.control_period_ns, history=history)
+        self._wake_latency = WakeLatency(self.params.control_period_ns)
         self._episodes: dict[bytes, _EpisodeHandle] = {}
         self._current_step: StepStart | None = None
         self._rejected = 0
@@ -330,6 +345,12 @@ class AgentNode(Node):
             )
         now = self.now_ns()
         self._tick_monitor.on_tick(now)
+        if not self.get_clock().ros_time_is_active:
+            # On wall time, how late this tick ran (the timer already counts from its next
+            # due time). On simulated time a tick runs when /clock reaches it: nothing to learn.
+            until_next = self._control_timer.time_until_next_call()
+            if until_next is not None:
+                self._wake_latency.on_tick(self.params.control_period_ns - until_next)
         self._control_step(now)
 
     def _control_step(self, now: int) -> None:
@@ -518,7 +539,7 @@ class AgentNode(Node):
             self._set_status(AgentStatus.RUNNING, "RL client is back: running", episode.client_id if episode else "")
         # The action starts now, not at the next tick: run a control step for it and
         # re-phase the timer so its ticks (and the observation) count from this instant.
-        self._control_timer.reset()
+        rephase_timer(self._control_timer, self.params.control_period_ns, self._wake_latency.lead_ns)
         self._tick_monitor.on_tick(now, scheduled=False)
         self._call_hook("on_action_start", self.on_action_start, step.action)
         if self._protocol.state is AgentState.EXECUTING:  # not if the hook just failed
