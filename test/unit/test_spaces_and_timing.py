@@ -71,6 +71,8 @@ def test_tick_monitor_history_is_a_ring() -> None:
     for t in range(6):
         monitor.on_tick(t * t * MS)  # periods 1, 3, 5, 7, 9
     np.testing.assert_array_equal(monitor.periods(), np.array([5, 7, 9]) * MS)
+    # Each kept with the tick that ended it, so a benchmark can cut out a window.
+    np.testing.assert_array_equal(monitor.period_log()[:, 0], np.array([9, 16, 25]) * MS)
 
 
 def test_exchange_sample_recovers_offset_with_symmetric_delay() -> None:

@@ -58,7 +58,8 @@ class TickMonitor:
         self.total_late = 0
         self.step = StepTickStats()
         self._last_tick_ns: int | None = None
-        self._history = np.zeros(history, dtype=np.int64) if history > 0 else None
+        # One row per period: the tick that ended it (clock ns) and its length (ns).
+        self._history = np.zeros((history, 2), dtype=np.int64) if history > 0 else None
         self._history_count = 0
 
     def on_tick(self, now_ns: int, *, scheduled: bool = True) -> None:
@@ -75,7 +76,7 @@ class TickMonitor:
             self.total_late += 1
             self.step.late_ticks += 1
         if self._history is not None:
-            self._history[self._history_count % self._history.size] = period
+            self._history[self._history_count % len(self._history)] = (now_ns, period)
             self._history_count += 1
 
     def start_step(self) -> StepTickStats:
@@ -89,11 +90,17 @@ class TickMonitor:
 
     def periods(self) -> np.ndarray:
         """The recorded periods (ns), oldest first."""
+        return self.period_log()[:, 1]
+
+    def period_log(self) -> np.ndarray:
+        """The recorded periods, oldest first: rows of (tick that ended it, its length), ns.
+        The tick times let a benchmark keep the periods of a window of its own."""
         if self._history is None:
-            return np.zeros(0, dtype=np.int64)
-        n = min(self._history_count, self._history.size)
-        start = self._history_count % self._history.size if self._history_count > self._history.size else 0
-        return np.roll(self._history[:n], -start) if start else self._history[:n].copy()
+            return np.zeros((0, 2), dtype=np.int64)
+        size = len(self._history)
+        n = min(self._history_count, size)
+        start = self._history_count % size if self._history_count > size else 0
+        return np.roll(self._history[:n], -start, axis=0) if start else self._history[:n].copy()
 
 
 class WakeLatency:
