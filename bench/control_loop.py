@@ -180,8 +180,8 @@ def measure(
         env.close()
         floor_beside_figures = floor_figures(floor_beside, rate, seconds)
         agent.stop()  # SIGINT: the agent writes its period log on the way out
-    # Only the periods while the learner ran: not those while the RL process was still
-    # importing torch and building its model (which once made 7 of a run's 29 late ones).
+    # Only the periods while the learner ran (the benchmark's subject), not those while
+    # the RL process was still importing torch and building its model.
     ticks, lengths = np.load(period_log).T
     in_window = (ticks - lengths >= learning[0]) & (ticks <= learning[1])
     periods = lengths[in_window].astype(np.float64) / 1e6  # ms
