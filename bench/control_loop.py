@@ -174,16 +174,16 @@ def measure(
             def _on_step(self) -> bool:
                 return time.monotonic() < deadline
 
-        learning = (time.time_ns(), 0)  # the agent's clock is the wall's here
+        learning_start = time.time_ns()  # the agent's clock is the wall's here
         model.learn(total_timesteps=10**9, callback=[Record(), Stop(), FreezeGarbageCollector()])
-        learning = (learning[0], time.time_ns())
+        learning_end = time.time_ns()
         env.close()
         floor_beside_figures = floor_figures(floor_beside, rate, seconds)
         agent.stop()  # SIGINT: the agent writes its period log on the way out
     # Only the periods while the learner ran (the benchmark's subject), not those while
     # the RL process was still importing torch and building its model.
     ticks, lengths = np.load(period_log).T
-    in_window = (ticks - lengths >= learning[0]) & (ticks <= learning[1])
+    in_window = (ticks - lengths >= learning_start) & (ticks <= learning_end)
     periods = lengths[in_window].astype(np.float64) / 1e6  # ms
     nominal = 1e3 / rate
     data = np.array(answers)
@@ -198,7 +198,7 @@ def measure(
     log_text = agent.log_text()
     return {
         "periods": int(periods.size),
-        "periods_before_learning": int(np.count_nonzero(ticks - lengths < learning[0])),
+        "periods_before_learning": int(np.count_nonzero(ticks - lengths < learning_start)),
         "period_mean_ms": round(float(periods.mean()), 4),
         "period_p99_ms": round(float(np.percentile(periods, 99)), 4),
         "period_max_ms": round(float(periods.max()), 4),

@@ -109,9 +109,6 @@ def rephase_timer(timer: Timer, period_ns: int, lead_ns: int) -> None:
     ``period_ns`` after it: so that it *runs* one period from now, its callbacks running
     ``lead_ns`` (see WakeLatency) after they are due. rcl's reset counts from now with
     the period at that moment, and every later call adds the period it has then."""
-    if lead_ns <= 0:
-        timer.reset()
-        return
     timer.timer_period_ns = period_ns - lead_ns
     timer.reset()
     timer.timer_period_ns = period_ns
@@ -327,8 +324,9 @@ class AgentNode(Node):
         return self.get_clock().now().nanoseconds
 
     def control_periods(self) -> np.ndarray:
-        """Control periods recorded so far (ns); empty unless ``period_log`` is set."""
-        return self._tick_monitor.periods()
+        """Control periods recorded so far, rows of (tick that ended it, length) in ns;
+        empty unless ``period_log`` is set."""
+        return self._tick_monitor.period_log()
 
     def readWhatToDo(self) -> AgentState:  # noqa: N802 - rl_spin_decoupler's AgentSide name
         """What the agent is doing now. The ancestor polled its socket with this call; here
@@ -696,4 +694,4 @@ class AgentNode(Node):
             self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, "the agent is shutting down")
         self._hold_safely()
         if self.params.period_log:
-            np.save(self.params.period_log, self._tick_monitor.period_log())
+            np.save(self.params.period_log, self.control_periods())
