@@ -55,9 +55,12 @@ def run_mode(mode: str, trials: int, seed: int) -> dict[str, object]:
         command_seconds.append(time.perf_counter() - started)
         assert command is not None
         points = _points(command)
-        violations.extend(command_violations(points, now_ns / 1e9, sim.time, sim.follower, BOX, kinematics))
-        sim.command(points, now_ns / 1e9)
+        violations.extend(violation.text for violation in command_violations(points, BOX, kinematics))
+        if not sim.command(points, now_ns / 1e9):
+            violations.append("a command the joint controller refused")
         sim.step(PERIOD_NS // 1_000_000)
+        violations.extend(violation.text for violation in sim.violations)
+        sim.violations.clear()
         now_ns += PERIOD_NS
 
     reset_ticks = []

@@ -166,7 +166,8 @@ def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the
     arm's does: the last command's braking tail stops the arm, and the agent, woken, carries
     on from there; the mock counts no violation (before, the controller held a moving
     reference's last point, and the next command jumped by 10-16 rad/s^2)."""
-    start_mock(processes, tmp_path, speed=1.0, lockstep=False)
+    violation_log = tmp_path / "violations.jsonl"
+    start_mock(processes, tmp_path, speed=1.0, lockstep=False, violation_log=str(violation_log))
     # (A state_timeout longer than the freeze: a frozen agent's last joint state is old
     # when it wakes, which can rightly fail the step; that is not what this tests.)
     agent = start_agent(processes, tmp_path, state_timeout=3.0)
@@ -192,7 +193,8 @@ def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the
             assert np.max(np.abs(velocity)) < 0.02, velocity  # braked to rest, not holding on
         for _ in range(3):  # the woken agent's first commands are what could jump
             client.step([0.0, 0.0, 0.0])
-    assert limit_violations() == 0
+    records = violation_log.read_text() if violation_log.exists() else ""
+    assert limit_violations() == 0, records
 
 
 def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(

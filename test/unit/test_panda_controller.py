@@ -6,10 +6,12 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from franka_agent.core import panda
-from franka_agent.core.command_check import command_violations
-from franka_agent.core.controller import PandaController
+from franka_agent.core.command_check import Violation, command_violations
+from franka_agent.core.controller import Command, PandaController
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
@@ -17,6 +19,7 @@ from franka_agent.inprocess_env import InProcessPandaReachEnv, _points
 
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 PERIOD = 10_000_000  # 100 Hz
+MS = 1_000_000
 
 
 def controller(**kwargs: object) -> PandaController:
@@ -27,17 +30,26 @@ def test_nothing_is_commanded_before_a_measured_state() -> None:
     assert controller().command(0) is None
 
 
-def test_a_new_action_never_changes_the_point_already_promised() -> None:
+def sent_at(command: Command) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """A command's points by absolute time (ns)."""
+    return {command.stamp_ns + t: point for t, point in zip(command.times_ns, command.points, strict=True)}
+
+
+def test_a_new_action_never_changes_what_was_sent_up_to_the_horizon() -> None:
     c = controller()
     c.start(panda.HOME, 0)
     c.act(np.array([1.0, 0.0, 0.0]))
     commands = [c.command(k * PERIOD) for k in range(15)]
-    promised = commands[-1].points[1]  # the reference one period after the next tick
+    promised = sent_at(commands[-1])
     c.act(np.array([-1.0, 0.0, 0.0]))  # a change of course arrives between ticks
     following = c.command(15 * PERIOD)
     assert following is not None
-    np.testing.assert_allclose(following.points[0][0], promised[0], atol=1e-12)
-    np.testing.assert_allclose(following.points[0][1], promised[1], atol=1e-12)
+    horizon = 15 * PERIOD + c.lead_periods * PERIOD
+    kept = [t for t in sent_at(following) if t <= horizon]
+    assert kept == [t for t in promised if 15 * PERIOD < t <= horizon] and len(kept) == c.lead_periods
+    for t in kept:
+        np.testing.assert_array_equal(sent_at(following)[t][0], promised[t][0])
+        np.testing.assert_array_equal(sent_at(following)[t][1], promised[t][1])
     # ... and from there on the new course: the hand comes back.
     x_before = c.kinematics.tcp(following.points[0][0])[0]
     later = [c.command((16 + k) * PERIOD) for k in range(80)][-1]
@@ -62,12 +74,12 @@ def test_two_commands_at_one_clock_reading_plan_the_same() -> None:
                 np.testing.assert_allclose(v2, v1, atol=1e-12)
 
 
-def test_commands_are_stamped_now_with_points_a_period_apart() -> None:
-    c = controller(trajectory_points=4)
-    c.start(panda.HOME, 0)
+def test_commands_are_stamped_now_with_points_a_period_apart_from_the_lead_on() -> None:
+    c = controller(trajectory_points=4, lead_periods=3)
+    c.start(panda.HOME, 123 * PERIOD)
     command = c.command(123 * PERIOD)
     assert command is not None and command.stamp_ns == 123 * PERIOD and command.period_ns == PERIOD
-    assert len(command.points) == 4  # at rest: the plan, and no braking to do
+    assert command.times_ns == [3 * PERIOD, 4 * PERIOD, 5 * PERIOD, 6 * PERIOD]  # at rest: no braking to do
 
 
 def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
@@ -88,35 +100,37 @@ def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
         rates = np.abs(np.diff(velocities, axis=0)) / np.diff(seconds)[:, None]
         assert np.all(rates <= c.limits.acceleration * (1 + 1e-6)), rates.max()
         longest = max(longest, len(command.points))
-    assert 3 < longest <= 3 + 7  # the arm got moving: a braking knot per joint at most
+    # The arm got moving: the points sent before up to the horizon, the plan, and a
+    # braking knot per joint at most.
+    assert 3 < longest <= (c.lead_periods - 1) + 3 + 7
 
 
-def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[str], PandaSim]:
+def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[Violation], PandaSim]:
     """The controller commanding the simulated arm as the agent commands the mock, except
     that before tick k in ``stalls`` it sends nothing for that many periods while the
-    arm runs on. Returns what the mock's check finds in the commands, and the sim."""
+    arm runs on. Returns what the controller model found beyond a limit, and the sim."""
     sim = PandaSim()
     kinematics = PandaKinematics()
     c = PandaController(mode, MotionLimits(acceleration_fraction=1.0), BOX, PERIOD)
     c.start(sim.q, 0)
     rng = np.random.default_rng(1)
-    found: list[str] = []
+    found: list[Violation] = []
     now = 0
     for k in range(ticks):
         if k in stalls:
             gap = round(stalls[k] * PERIOD)
-            sim.step(gap // 1_000_000)
+            sim.step(gap // MS)
             now += gap
         if k % 10 == 0:
             c.act(rng.choice([-1.0, 1.0], size=c.action_size))
         command = c.command(now)
         assert command is not None
         points = _points(command)
-        found += command_violations(points, now / 1e9, sim.time, sim.follower, BOX, kinematics)
-        sim.command(points, now / 1e9)
-        sim.step(PERIOD // 1_000_000)
+        found += command_violations(points, BOX, kinematics)
+        assert sim.command(points, now / 1e9)
+        sim.step(PERIOD // MS)
         now += PERIOD
-    return found, sim
+    return found + sim.violations, sim
 
 
 @pytest.mark.parametrize("mode", ["ee_delta", "joint_delta"])
@@ -169,7 +183,7 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
     must still get there, every command inside the limits and the box. (A direct joint
     move from there swung the hand to the floor, where the guard held it 1.8 rad short
     until the reset timed out: a fuzz run's failure.)"""
-    corner = np.array([-0.98, 1.599, 0.705, -2.806, -1.52, 3.702, 2.847])
+    corner = np.array([-0.98, 1.599, 0.705, -2.806, -1.52, 3.702, 2.847])  # sim time 0 here
     start_pose = np.array([-0.08, -0.73, 0.072, -2.418, 0.003, 1.573, 0.732])
     sim = PandaSim()
     sim.place(corner)
@@ -177,7 +191,7 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
     c = PandaController("joint_delta", MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.begin_reset(0, start_pose, sim.q, sim.dq)
-    found: list[str] = []
+    found: list[Violation] = []
     now = 0
     for _ in range(1500):  # the agent's reset_timeout, 15 s
         if c.reset_reached(sim.q, sim.dq):
@@ -185,13 +199,13 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
         command = c.command(now)
         assert command is not None
         points = _points(command)
-        found += command_violations(points, now / 1e9, sim.time, sim.follower, BOX, kinematics)
-        sim.command(points, now / 1e9)
+        found += command_violations(points, BOX, kinematics)
+        assert sim.command(points, now / 1e9)
         sim.step(10)
         now += PERIOD
     else:
         pytest.fail(f"the reset never completed: {c.reset_error(sim.q):.3f} rad short")
-    assert found == []
+    assert found + sim.violations == []
     np.testing.assert_allclose(sim.q, start_pose, atol=5e-3)
 
 
@@ -287,3 +301,70 @@ def test_reusing_the_lookahead_plans_exactly_what_planning_afresh_does(mode: str
         for (q1, v1), (q2, v2) in zip(mine.points, theirs.points, strict=True):
             assert np.array_equal(q1, q2) and np.array_equal(v1, v2), tick
     assert reusing.motion.guard_brakes == afresh.motion.guard_brakes
+
+
+def run_late_and_stalled(
+    seed: int, mode: str, lead_periods: int, max_lateness_ns: int, ticks: int = 150
+) -> list[Violation]:
+    """The controller against the joint controller model on a timeline with everything
+    that makes commands late: each command's stamp lags the controller's time by a stale
+    clock, and it reaches the controller after a delivery delay (together up to
+    ``max_lateness_ns``, in order); the agent stalls now and then for up to 2 s (on and
+    off the millisecond grid); actions, holds and resets come at random. Returns what
+    the joint controller commanded beyond a limit, and any point outside the box."""
+    rng = np.random.default_rng(seed)
+    sim = PandaSim()
+    kinematics = PandaKinematics()
+    c = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD, lead_periods=lead_periods)
+    c.start(sim.q, 0)
+    found: list[Violation] = []
+    in_flight: list[tuple[int, int, list]] = []  # (arrival, stamp, points), in arrival order
+    tick_ns = reading_ns = last_arrival_ns = 0
+    for _ in range(ticks):
+        event = rng.random()
+        if event < 0.15:
+            c.act(rng.choice([-1.0, 1.0], size=c.action_size) * rng.uniform(0.2, 1.0))
+        elif event < 0.17:
+            c.hold()
+        elif event < 0.18:
+            c.begin_reset(int(rng.integers(100)), np.zeros(0), None, np.zeros(panda.DOF))
+        lateness = int(rng.integers(0, max_lateness_ns + 1))
+        stale = int(rng.integers(0, lateness + 1))  # the part from a clock that lags
+        reading_ns = max(reading_ns, tick_ns - stale)  # a clock never runs backwards
+        command = c.command(reading_ns)
+        assert command is not None
+        points = _points(command)
+        found += command_violations(points, BOX, kinematics)
+        last_arrival_ns = max(last_arrival_ns, reading_ns + lateness)
+        in_flight.append((last_arrival_ns, command.stamp_ns, points))
+        stalled = rng.random() < 0.04  # a stall: up to 2 s, on and off the control grid
+        tick_ns += int(rng.integers(2 * PERIOD, 200 * PERIOD)) if stalled else PERIOD
+        while sim.time_ns < tick_ns:
+            while in_flight and in_flight[0][0] <= sim.time_ns:
+                _, stamp_ns, arrived = in_flight.pop(0)
+                assert sim.command(arrived, stamp_ns / 1e9), "the controller refused a command"
+            sim.step(1)
+    return found + sim.violations
+
+
+@settings(max_examples=24, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    mode=st.sampled_from(["ee_delta", "joint_delta"]),
+    lead_periods=st.integers(1, 4),
+)
+def test_no_delay_or_stall_up_to_the_lead_breaks_a_limit(seed: int, mode: str, lead_periods: int) -> None:
+    """The invariant of the command design (see PandaController): whatever makes a
+    command late at the joint controller, by less than the lead, and whatever stalls the
+    agent, what the controller commands stays within the Panda's position, velocity
+    and acceleration limits, update by update, and every point in the box."""
+    assert run_late_and_stalled(seed, mode, lead_periods, lead_periods * PERIOD - MS) == []
+
+
+def test_lateness_beyond_the_lead_is_what_breaks_the_limits() -> None:
+    """The same timelines with commands up to half a period later than the lead allows:
+    the controller jumps onto plans the agent changed after the horizon. (So the test
+    above can fail, and the lead is what holds the invariant.)"""
+    found = [run_late_and_stalled(seed, "joint_delta", 1, PERIOD + PERIOD // 2) for seed in range(4)]
+    assert sum(len(f) for f in found) > 0
+    assert all(v.kind == "acceleration" for f in found for v in f)

@@ -351,17 +351,56 @@ def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not
         assert lowest_excess(start, end) == 0.0
 
 
-def test_a_point_at_the_instant_of_arrival_counts_as_past() -> None:
-    """Float seconds from integer stamps differ in the last bits: a point 1e-15 s ahead
-    is the same instant, not a segment that needs an infinite acceleration."""
+def test_a_trajectory_that_ends_before_it_arrives_is_refused_and_the_old_one_kept() -> None:
+    """joint_trajectory_controller's validate_trajectory_msg: a stamped trajectory whose
+    last point is past is refused (ros2_controllers 2.23.0 and 4.42.1)."""
     follower = TrajectoryFollower(np.zeros(7))
-    start, now = 271.15, 271.16  # simulated seconds, from integer nanoseconds
-    first = (now - start) + 3e-14
-    assert start + first > now  # a few ulps ahead
-    follower.set_trajectory(
-        now,
-        [TrajectoryPoint(first, np.full(7, 0.5), np.ones(7)), TrajectoryPoint(0.02, np.full(7, 0.01), np.zeros(7))],
-        start,
-    )
-    _, v = follower.sample(now + 0.001)
-    assert np.all(np.abs(v) < 5.0), v
+    assert follower.set_trajectory(0.0, [TrajectoryPoint(1.0, np.ones(7), np.zeros(7))], start=0.0)
+    late = [TrajectoryPoint(0.1, -np.ones(7), np.zeros(7))]
+    assert not follower.set_trajectory(0.5, late, start=0.3)  # ended at 0.4
+    np.testing.assert_allclose(follower.sample(1.0)[0], 1.0)
+    assert follower.set_trajectory(0.5, late, start=None)  # a zero stamp: timed from arrival
+
+
+def test_a_trajectory_arriving_after_its_first_point_jumps_onto_its_own_segment() -> None:
+    """Trajectory::sample: from the first point on, the segment that holds the time, with
+    no connection to the point before: the desired state jumps (the old follower
+    smoothed this over, which made late commands look safer than they are)."""
+    follower = TrajectoryFollower(np.zeros(7))
+    points = [TrajectoryPoint(0.01, np.full(7, 0.1), np.zeros(7)), TrajectoryPoint(0.02, np.full(7, 0.2), np.zeros(7))]
+    assert follower.set_trajectory(1.015, points, start=1.0)
+    q, _ = follower.sample(1.015)
+    np.testing.assert_allclose(q, 0.15)  # half-way along its own segment, not from 0
+
+
+def test_before_its_first_point_a_trajectory_starts_from_the_point_before() -> None:
+    """The desired state at arrival by default here (interpolate_from_desired_state), or
+    the measured one (the controller's own default)."""
+    follower = TrajectoryFollower(np.zeros(7))
+    point = [TrajectoryPoint(0.1, np.ones(7), np.zeros(7))]
+    follower.set_trajectory(0.0, point, start=0.0, measured=(np.full(7, 0.5), np.zeros(7)))
+    np.testing.assert_allclose(follower.sample(0.0)[0], 0.5)
+    np.testing.assert_allclose(follower.sample(0.05)[0], 0.75)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["ee_delta", "joint_delta"]))
+def test_every_reference_step_is_one_of_constant_acceleration(seed: int, mode: str) -> None:
+    """Consecutive reference states (q0, v0) -> (q1, v1), h apart, move by (v0 + v1) h / 2:
+    then the cubic Hermite spline the joint controller draws between the points sent is
+    the reference itself, with its acceleration (v1 - v0) / h. A step that breaks this
+    by e makes the spline's acceleration 6 e / h^2 larger somewhere."""
+    rng = np.random.default_rng(seed)
+    motion = ArmMotion(mode, MotionLimits(acceleration_fraction=0.8), BOX, panda.HOME)
+    dt = 0.01
+    for _ in range(300):
+        event = rng.random()
+        if event < 0.1:
+            motion.act(rng.choice([-1.0, 1.0], size=motion.action_size) * rng.uniform(0.0, 1.0))
+        elif event < 0.12:
+            motion.stop()
+        elif event < 0.13:
+            motion.move_home(panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF))
+        q0, v0 = motion.q.copy(), motion.v.copy()
+        q1, v1 = motion.step(dt)
+        np.testing.assert_allclose(q1 - q0, 0.5 * (v0 + v1) * dt, atol=1e-12)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from spin_decoupler_ros.core import ActionSpaceError, ActionSpec, ClockOffsetEstimator, TickMonitor, exchange_sample
-from spin_decoupler_ros.core.timing import StaleClockGuard, WakeLatency, periods_for
+from spin_decoupler_ros.core.timing import WakeLatency, periods_for
 
 MS = 1_000_000
 
@@ -109,27 +109,3 @@ def test_ros_args_quote_strings_that_yaml_would_read_as_other_types() -> None:
     assert args[:3] == ["--ros-args", "-r", "__node:=n"]
     assert "hook:='nan'" in args and "flag:=true" in args and "rate:=100.0" in args
     assert "path:='it''s'" in args and "list:=[1.0,2.0]" in args
-
-
-def test_a_tick_long_after_the_clock_moved_is_skipped_once() -> None:
-    """Frozen between a /clock update and the tick it made due, the agent reads a stale
-    time: that tick sends nothing; the next one (after a fresh update) sends."""
-    guard = StaleClockGuard(period_ns=10_000_000)
-    guard.clock_moved(100.0)
-    assert guard.may_send(100.001)  # right after the update: the usual case
-    guard.clock_moved(100.010)
-    assert not guard.may_send(101.010)  # woken a second later on the old reading
-    assert guard.skipped == 1
-    guard.clock_moved(101.011)
-    assert guard.may_send(101.012)
-    # Skipped at most once in a row, even if the clock never moves again (it may be
-    # waiting for this very command, as the lockstep mock does).
-    assert not guard.may_send(102.0)
-    assert guard.may_send(102.5)
-    assert guard.skipped == 2
-
-
-def test_a_clock_that_never_reports_moving_is_never_stale() -> None:
-    guard = StaleClockGuard(period_ns=10_000_000)  # wall time: no /clock updates
-    assert all(guard.may_send(float(t)) for t in range(5))
-    assert guard.skipped == 0

@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from franka_agent.core.controller import Command, PandaController
+from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
 from franka_agent.core.motion import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
 from franka_agent.core.trajectory import TrajectoryPoint
@@ -58,6 +58,7 @@ class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
             limits,
             box,
             self.period_ns,
+            lead_periods=lead_periods_for(float(agent.get("command_lead", DEFAULT_COMMAND_LEAD)), self.period_ns),
             trajectory_points=int(agent.get("trajectory_points", 3)),
             reset_noise=float(agent.get("reset_noise", 0.1)),
             box_margin=float(agent.get("workspace_margin", 0.02)),

@@ -30,23 +30,21 @@ Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, o
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from rclpy.clock import JumpThreshold, TimeJump
-from rclpy.duration import Duration as RclpyDuration
 from rclpy.serialization import deserialize_message, serialize_message
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from franka_agent.core import panda
-from franka_agent.core.controller import Command, PandaController
+from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage, sensor_qos
-from spin_decoupler_ros.conversions import float64_field, set_stamp
+from spin_decoupler_ros.conversions import float64_field, set_stamp, time_to_ns
 from spin_decoupler_ros.core.errors import ParameterError
-from spin_decoupler_ros.core.timing import StaleClockGuard, ns_to_seconds
+from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
@@ -69,13 +67,12 @@ class PandaAgent(AgentNode):
         self._order: list[int] = []  # where panda_joint1..7 are in messages named like
         self._order_names: list[str] | None = None  # this (the arm's last message)
         self._reset_started_ns: int | None = None
-        self._clock_guard = StaleClockGuard(self.params.control_period_ns)
-        if self.get_parameter("use_sim_time").value:
-            self._clock_guard.clock_moved(time.monotonic())
-            self._clock_jumps = self.get_clock().create_jump_callback(
-                JumpThreshold(min_forward=RclpyDuration(nanoseconds=1), min_backward=None, on_clock_change=False),
-                post_callback=self._on_clock_moved,
-            )
+        # On simulated time, commands are stamped with the newest /clock that has arrived,
+        # read at the tick: the node's clock can lag it (a backlog of /clock messages after
+        # a stall or on a starved core, each making a tick due), and a command stamped
+        # with a stale time reaches the controller late for its own points.
+        self._clock_reader = LatestMessage(self, Clock, "/clock") if self.get_parameter("use_sim_time").value else None
+        self._newest_clock_ns = 0
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
@@ -143,6 +140,18 @@ class PandaAgent(AgentNode):
         self.state_timeout = declare_float(
             self, "state_timeout", 0.5, "oldest joint state still usable", unit="s", low=0.001, high=60.0
         )
+        command_lead = declare_float(
+            self,
+            "command_lead",
+            DEFAULT_COMMAND_LEAD,
+            "how far ahead commands are planned (rounded up to whole control periods): more than the worst "
+            "lateness of a command at the joint controller; a new action takes hold this much after it arrives",
+            unit="s",
+            low=0.0,
+            high=1.0,
+        )
+        lead_periods = lead_periods_for(command_lead, self.params.control_period_ns)
+        self._command_lead_ns = lead_periods * self.params.control_period_ns
         trajectory_points = declare_int(
             self, "trajectory_points", 3, "planned points per command, before the braking tail", low=2, high=50
         )
@@ -159,6 +168,7 @@ class PandaAgent(AgentNode):
             limits,
             box,
             self.params.control_period_ns,
+            lead_periods=lead_periods,
             trajectory_points=trajectory_points,
             reset_noise=reset_noise,
             **motion_options,
@@ -203,28 +213,22 @@ class PandaAgent(AgentNode):
             )
         return self._q, self._dq
 
-    def _on_clock_moved(self, jump: TimeJump) -> None:
-        self._clock_guard.clock_moved(time.monotonic())
+    def _command_time_ns(self) -> int:
+        """Now, for stamping a command: the node's clock, or the newest /clock that has
+        arrived if that is ahead (see ``__init__``)."""
+        now = self.now_ns()
+        if self._clock_reader is not None:
+            raw = self._clock_reader.take_serialized()
+            if raw is not None:
+                self._newest_clock_ns = max(self._newest_clock_ns, time_to_ns(deserialize_message(raw, Clock).clock))
+            now = max(now, self._newest_clock_ns)
+        return now
 
     # -- commanding -----------------------------------------------------------------------
 
     def _command(self) -> None:
         """Send the controller's next short trajectory (see PandaController.command)."""
-        wall = time.monotonic()
-        if not self._clock_guard.may_send(wall):
-            # Frozen or starved between the simulated clock's update and this tick: the
-            # time it reads may be stale, and a command stamped with it would reach the
-            # joint controller with its points past, be ignored or jumped onto, while
-            # the agent carried on from a plan the controller never followed (after a
-            # 1 s freeze: 3500 rad/s^2). The next tick, on a current clock, sends, from
-            # where the commands really sent put the controller (see StaleClockGuard).
-            self.get_logger().info(
-                f"a tick {self._clock_guard.staleness(wall) * 1e3:.0f} ms (wall) after the clock moved: "
-                f"the next tick sends ({self._clock_guard.skipped} such ticks so far)",
-                throttle_duration_sec=5.0,
-            )
-            return
-        command = self.controller.command(self.now_ns())
+        command = self.controller.command(self._command_time_ns())
         if command is None:
             return  # nothing measured yet: the joint controller holds the arm where it is
         if not all(np.isfinite(q).all() and np.isfinite(v).all() for q, v in command.points):
@@ -233,7 +237,36 @@ class PandaAgent(AgentNode):
             q, _ = self._measured()
             self.controller.replan_from(q)
             raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
-        self._command_pub.publish(self._fill_message(command))
+        message = self._fill_message(command)
+        # A command must reach the joint controller before its horizon (the lead); one
+        # that cannot any more (the agent stalled while planning it) is not sent: the
+        # next tick plans from the command before, which the controller goes on with.
+        late_ns = self._command_time_ns() - command.stamp_ns
+        if late_ns > self._command_lead_ns - self.params.control_period_ns // 2:
+            self.controller.withdraw()
+            self.get_logger().warning(
+                f"a command was {late_ns / 1e6:.1f} ms old before it could be sent (the agent stalled): "
+                "not sent; the next tick plans from the one before",
+                throttle_duration_sec=1.0,
+            )
+            return
+        self._command_pub.publish(message)
+        late_ns = self._command_time_ns() - command.stamp_ns
+        if late_ns > command.times_ns[-1]:
+            # Stalled inside publish: it left after its last point, and the controller
+            # refuses such a trajectory (its validate_trajectory_msg).
+            self.controller.withdraw()
+            self.get_logger().warning(
+                f"a command left {late_ns / 1e6:.1f} ms after its stamp (the agent stalled while sending it): "
+                "the controller refuses it; the next tick plans from the one before",
+                throttle_duration_sec=1.0,
+            )
+        elif late_ns > self._command_lead_ns:
+            self.get_logger().warning(
+                f"a command left {late_ns / 1e6:.1f} ms after its stamp, past its {self._command_lead_ns / 1e6:.0f} ms "
+                "lead (the agent stalled while sending it): the controller jumps onto it",
+                throttle_duration_sec=1.0,
+            )
 
     def _fill_message(self, command: Command) -> JointTrajectory:
         """The command as a JointTrajectory (one message and its points, reused)."""
@@ -297,11 +330,6 @@ class PandaAgent(AgentNode):
                 f"(joint error {self.controller.reset_error(q):.4f} rad)"
             )
         return False
-
-    def close(self) -> None:
-        super().close()
-        if self._clock_guard.skipped:
-            self.get_logger().info(f"{self._clock_guard.skipped} ticks skipped on a possibly stale clock")
 
 
 def main(args: list[str] | None = None) -> int:

@@ -1,63 +1,87 @@
-"""What the mock hardware checks in every trajectory it receives, without ROS.
+"""What the mock hardware checks, without ROS.
 
 The Panda faults (or joint_trajectory_controller refuses) on commands outside its joint
-position, velocity and acceleration limits; the task adds a workspace box. The mock
-counts every such point, so tests can demand zero whatever the agent is sent.
+position, velocity and acceleration limits; the task adds a workspace box. Two checks:
+
+- ``DesiredStateMonitor``: the desired state the controller commands at every update
+  (what ``TrajectoryFollower`` samples, as joint_trajectory_controller does): joint
+  positions and velocities within the limits, and the change of the desired velocity
+  from one update to the next within the acceleration limits. This is what the
+  controller really commands, whatever the messages said: a trajectory that arrives
+  after its first points makes the desired state jump, and the jump is counted here.
+- ``command_violations``: the TCP of every point of a trajectory inside the box.
+
+The mock counts every violation, so tests can demand zero whatever the agent is sent.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import WorkspaceBox
-from franka_agent.core.trajectory import TIME_EPSILON, TrajectoryFollower, TrajectoryPoint
+from franka_agent.core.trajectory import TrajectoryPoint
 
 # A limit is violated when exceeded by more than this share (floating-point and
 # interpolation slack, far below anything physical).
 LIMIT_TOLERANCE = 1e-3
 BOX_TOLERANCE = 1e-3  # m
+POSITION_TOLERANCE = 1e-6  # rad
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One limit broken: what, when (s, the controller's time), and the values."""
+
+    kind: str  # "position" | "velocity" | "acceleration" | "box"
+    text: str
+    time: float = 0.0
+    values: list[float] = field(default_factory=list)
+
+
+class DesiredStateMonitor:
+    """Checks the desired (q, v) a joint controller commands, one update after another."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, np.ndarray] | None = None
+        self._tolerance = 1.0 + LIMIT_TOLERANCE
+        self.worst_acceleration_share = 0.0  # the largest |a| / limit seen, for reports
+
+    def restart(self) -> None:
+        """Forget the last update (the arm was placed somewhere: no motion between)."""
+        self._last = None
+
+    def check(self, t: float, q: np.ndarray, v: np.ndarray) -> list[Violation]:
+        found = []
+        if np.any((q < panda.LOWER - POSITION_TOLERANCE) | (q > panda.UPPER + POSITION_TOLERANCE)):
+            found.append(Violation("position", f"position outside the joint limits: {np.round(q, 4)}", t, list(q)))
+        if np.any(np.abs(v) > panda.MAX_VELOCITY * self._tolerance):
+            found.append(Violation("velocity", f"velocity above the limits: {np.round(v, 4)}", t, list(v)))
+        last = self._last
+        self._last = (t, v.copy())
+        if last is not None and t > last[0]:
+            a = (v - last[1]) / (t - last[0])
+            share = float(np.max(np.abs(a) / panda.MAX_ACCELERATION))
+            self.worst_acceleration_share = max(self.worst_acceleration_share, share)
+            if share > self._tolerance:
+                found.append(Violation("acceleration", f"acceleration above the limits: {np.round(a, 2)}", t, list(a)))
+        return found
 
 
 def command_violations(
-    points: list[TrajectoryPoint],
-    start: float,
-    now: float,
-    follower: TrajectoryFollower,
-    box: WorkspaceBox,
-    kinematics: PandaKinematics,
-) -> list[str]:
-    """What is wrong with a trajectory timed from ``start`` arriving at ``now``, given the
-    ``follower`` (the controller) before it takes over: one text per violation. The
-    acceleration into each point is counted from the desired velocity the controller
-    has when the trajectory arrives, as the controller will have to achieve it."""
-    ahead = []
-    t_previous = now - start
-    for point in points:
-        if point.time > t_previous + TIME_EPSILON:  # the controller drops the rest too
-            ahead.append(point)
-            t_previous = point.time
-    if not ahead:
-        return []
-    tolerance = 1.0 + LIMIT_TOLERANCE
+    points: list[TrajectoryPoint], box: WorkspaceBox, kinematics: PandaKinematics
+) -> list[Violation]:
+    """The points of a trajectory whose TCP lies outside ``box``."""
     found = []
-    positions = np.array([point.positions for point in ahead])
-    outside = np.any((positions < panda.LOWER - 1e-6) | (positions > panda.UPPER + 1e-6), axis=1)
-    found += [f"position outside the joint limits: {np.round(q, 4)}" for q in positions[outside]]
-    with_velocity = [point for point in ahead if point.velocities is not None]
-    if with_velocity:
-        # The acceleration into each point from the one before: from the desired velocity
-        # the controller has when the trajectory arrives, for the first.
-        times = np.array([now - start] + [point.time for point in with_velocity])
-        velocities = np.array([follower.sample(now)[1]] + [point.velocities for point in with_velocity])
-        too_fast = np.any(np.abs(velocities[1:]) > panda.MAX_VELOCITY * tolerance, axis=1)
-        found += [f"velocity above the limits: {np.round(v, 4)}" for v in velocities[1:][too_fast]]
-        accelerations = np.diff(velocities, axis=0) / np.diff(times)[:, None]
-        too_hard = np.any(np.abs(accelerations) > panda.MAX_ACCELERATION * tolerance, axis=1)
-        found += [f"acceleration above the limits: {np.round(a, 2)}" for a in accelerations[too_hard]]
-    for q in positions:
-        excess = box.excess(kinematics.tcp(q))
+    for point in points:
+        excess = box.excess(kinematics.tcp(point.positions))
         if excess > BOX_TOLERANCE:
-            found.append(f"TCP {excess * 1000:.1f} mm outside the workspace box")
+            found.append(
+                Violation(
+                    "box", f"TCP {excess * 1000:.1f} mm outside the workspace box", point.time, list(point.positions)
+                )
+            )
     return found

@@ -7,6 +7,7 @@ next short trajectory to send; the in-process benchmark env does the same agains
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,13 +18,20 @@ from franka_agent.core.motion import ArmMotion, MotionLimits, MotionState, Works
 from franka_agent.core.trajectory import sample_knots
 
 NS = 1_000_000_000
+DEFAULT_COMMAND_LEAD = 0.03  # s: see lead_periods_for and docs/timing.md
+
+
+def lead_periods_for(command_lead: float, period_ns: int) -> int:
+    """Whole control periods covering ``command_lead`` seconds (at least one)."""
+    return max(1, math.ceil(command_lead * NS / period_ns - 1e-9))
 
 
 @dataclass(frozen=True)
 class Command:
-    """A short trajectory: ``points`` (q, v) at ``times_ns`` after ``stamp_ns``: the planned
-    ones a control period apart (``period``, 2 ``period``...), then the knots of braking to
-    rest (the last point is at rest)."""
+    """A short trajectory: ``points`` (q, v) at ``times_ns`` after ``stamp_ns``: the points
+    of the trajectory sent before that still lie ahead of the horizon, the plan a control
+    period apart from the horizon on, then the knots of braking to rest (the last point
+    is at rest)."""
 
     stamp_ns: int
     period_ns: int
@@ -34,27 +42,35 @@ class Command:
 class PandaController:
     """The reference the agent commands, advanced one control period at a time.
 
-    Each ``command(now)`` commits the reference one period ahead along what it was
-    doing, and only then applies what arrived since (an action, a reset goal, a stop):
-    the first point of every command was already promised by the one before, so a
-    command that reaches the joint controller a few ms late never has to bend the part
-    it is already executing (that would squeeze a change of course into less than a
-    period and spike the acceleration). A new action therefore takes hold one control
-    period after it arrives.
+    Commands are planned ``lead_periods`` control periods ahead: each ``command(now)``
+    moves the reference to the *horizon*, the first point of its period grid at least
+    that lead after now, along what the commands already sent make the joint controller
+    do; only then does it apply what arrived since (an action, a reset goal, a stop).
+    The command it returns is the trajectory sent before, restricted to (now, horizon]
+    (its points in between, then the state at the horizon), followed by the new plan
+    from there and a braking tail.
+
+    So a command replaces the controller's trajectory with one that coincides with it
+    wherever the controller can be when the command arrives, as long as it arrives
+    before its horizon: before its first point, the controller's spline from where it
+    is to that point is the very segment it was following; after it, the segment that
+    holds the arrival time is one it was following too. Lateness of up to the lead,
+    from the network, a starved process or a stale clock, never bends the motion
+    (``test_panda_controller.py::test_no_delay_or_stall_up_to_the_lead_breaks_a_limit``).
+    A new action takes hold at the horizon, the lead after it arrives.
 
     Every command ends braking to rest, so a joint controller that hears nothing more
     (the agent stalled or died) stops the arm within the limits instead of holding a
-    moving reference's last point. A tick that comes late therefore carries on from
-    where the commands already sent put the joint controller at the new horizon, which
-    may be part-way down that braking tail, not from where the plan would have been.
+    moving reference's last point; after a stall the next command picks up from where
+    that put the controller (part-way down the braking tail, or at rest).
 
     :param mode: "ee_delta" or "joint_delta" (see ``ArmMotion``).
     :param period_ns: control period.
-    :param trajectory_points: planned points per command (the committed one and the next
-        ones); the braking tail follows them. They are the margin for a command that
-        reaches the controller late: one arriving after all its planned points sends the
-        controller from where it is straight to the first knot still ahead (with 2, a
-        mock 20 ms ahead of the agent's clock saw 22 rad/s^2). Each costs an IK step.
+    :param lead_periods: how many control periods ahead commands are planned: more than
+        the worst lateness of a command at the joint controller (delivery, a stalled
+        agent, a stale clock), and the delay before a new action takes hold.
+    :param trajectory_points: planned points per command, from the horizon on (each costs
+        an IK step); the braking tail follows them.
     """
 
     def __init__(
@@ -64,27 +80,33 @@ class PandaController:
         box: WorkspaceBox,
         period_ns: int,
         *,
+        lead_periods: int = 3,
         trajectory_points: int = 3,
         reset_noise: float = 0.1,
         **motion_options: float,
     ) -> None:
         if trajectory_points < 2:
-            raise ValueError("trajectory_points must be at least 2: the committed point and one more")
+            raise ValueError("trajectory_points must be at least 2: the horizon's point and one more")
+        if lead_periods < 1:
+            raise ValueError("lead_periods must be at least 1")
         self.mode = mode
         self.limits = limits
         self.box = box
         self.period_ns = period_ns
+        self.lead_periods = lead_periods
         self.trajectory_points = trajectory_points
         self.reset_noise = reset_noise
         self._motion_options = motion_options
         self.kinematics = PandaKinematics()
         self.motion: ArmMotion | None = None  # created from the first measured state
-        self._reference_ns = 0  # the time the reference state refers to (one period ahead)
-        self._sent_start_ns = 0  # the time of the last command's first point
-        self._sent_plan: list[MotionState] = []  # its planned points, exactly
-        self._sent_times = np.zeros(0)  # every point's time after the first (s)
+        self._reference_ns = 0  # the time the reference state refers to (the last horizon)
+        # The last command sent, as absolute knots (ns, q, v), and its planned states by time.
+        self._sent_ns = np.zeros(0, dtype=np.int64)
         self._sent_q: list[np.ndarray] = []
         self._sent_v: list[np.ndarray] = []
+        self._sent_plan: dict[int, MotionState] = {}
+        self._before: tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] = (self._sent_ns, [], [])
+        self._withdrawn = False
         self._pending_action: np.ndarray | None = None
         self._pending_goal: np.ndarray | None = None
         self._pending_stop = False
@@ -104,6 +126,7 @@ class PandaController:
             self.limits,
             self.box,
             self.period_ns,
+            lead_periods=self.lead_periods,
             trajectory_points=self.trajectory_points,
             reset_noise=self.reset_noise,
             **self._motion_options,
@@ -163,7 +186,21 @@ class PandaController:
         what was sent: the joint controller gets a new plan from there)."""
         if self.motion is not None:
             self.motion.reset(q)
-        self._sent_plan = []
+        self._forget_sent()
+
+    def _forget_sent(self) -> None:
+        self._sent_ns = np.zeros(0, dtype=np.int64)
+        self._sent_q, self._sent_v, self._sent_plan = [], [], {}
+        self._before = (self._sent_ns, [], [])
+        self._withdrawn = False
+
+    def withdraw(self) -> None:
+        """The last command never reached the joint controller, or was refused by it (it
+        left too late, the agent having stalled): plan the next one from the one before,
+        which the controller goes on following."""
+        self._sent_ns, self._sent_q, self._sent_v = self._before
+        self._sent_plan = {}
+        self._withdrawn = True
 
     def reset_reached(self, q: np.ndarray, dq: np.ndarray) -> bool:
         """Whether the arm rests at the reset goal (keep calling ``command`` meanwhile)."""
@@ -185,9 +222,10 @@ class PandaController:
         motion = self.motion
         if motion is None:
             return None
-        period = self.period_ns / NS
-        horizon = now_ns + self.period_ns
-        self._commit_reference(horizon)
+        period_ns = self.period_ns
+        behind_ns = now_ns + self.lead_periods * period_ns - self._reference_ns
+        horizon_ns = self._reference_ns + max(0, -(-behind_ns // period_ns)) * period_ns
+        self._commit_reference(horizon_ns)
         if self._pending_action is not None:
             motion.act(self._pending_action)
         elif self._pending_goal is not None:
@@ -198,36 +236,46 @@ class PandaController:
         self._pending_stop = False
         # ArmMotion keeps every reference within the joint limits and, braking included,
         # inside the workspace box: what it plans is what is sent.
-        plan = [motion.state, *motion.preview(period, self.trajectory_points - 1)]
-        points = [(state.q, state.v) for state in plan]
-        times_ns = [(i + 1) * self.period_ns for i in range(len(plan))]
+        plan = [motion.state, *motion.preview(period_ns / NS, self.trajectory_points - 1)]
+        kept = (self._sent_ns > now_ns) & (self._sent_ns < horizon_ns)
+        times_ns = [int(t) for t in self._sent_ns[kept]]
+        points = [(self._sent_q[i], self._sent_v[i]) for i in np.flatnonzero(kept)]
+        plan_ns = [horizon_ns + i * period_ns for i in range(len(plan))]
+        times_ns += plan_ns
+        points += [(state.q, state.v) for state in plan]
         for after_ns, q, v in braking_knots(plan[-1].q, plan[-1].v, self.limits):
             points.append((q, v))
-            times_ns.append(times_ns[len(plan) - 1] + after_ns)
-        self._sent_start_ns = horizon
-        self._sent_plan = plan
-        self._sent_times = (np.array(times_ns) - self.period_ns) / NS
+            times_ns.append(plan_ns[-1] + after_ns)
+        self._before = (self._sent_ns, self._sent_q, self._sent_v)
+        self._withdrawn = False
+        self._sent_ns = np.array(times_ns, dtype=np.int64)
         self._sent_q = [q for q, _ in points]
         self._sent_v = [v for _, v in points]
-        return Command(now_ns, self.period_ns, points, times_ns)
+        self._sent_plan = dict(zip(plan_ns, plan, strict=True))
+        return Command(now_ns, period_ns, points, [t - now_ns for t in times_ns])
 
     def _commit_reference(self, horizon_ns: int) -> None:
-        """Move the reference to the horizon: one period along the plan when on time (the
-        point the last command promised); when late by half a period or more, to where
-        the commands sent put the joint controller then (its plan, or the braking tail)."""
+        """Move the reference to the horizon along what the commands sent make the joint
+        controller do: the planned state sent for that time (stepped to, one period on,
+        so a reset's phases advance), else the point the sent trajectory reaches then
+        (part-way down its braking tail, or at its end)."""
         motion = self.motion
         assert motion is not None
         gap_ns = horizon_ns - self._reference_ns
         self._reference_ns = horizon_ns
-        if not self._sent_plan or 2 * gap_ns < 3 * self.period_ns:
-            motion.step(min(max(gap_ns / NS, 0.0), 3 * self.period_ns / NS))
+        if self._sent_ns.size == 0 or (gap_ns <= 0 and not self._withdrawn):
+            return  # nothing sent (yet, or since a replan): the arm rests where the reference is
+        planned = self._sent_plan.get(horizon_ns)
+        if planned is not None:
+            if gap_ns == self.period_ns:
+                motion.step(gap_ns / NS)  # the state previewed for it, normally
+            if gap_ns != self.period_ns or not (
+                np.array_equal(motion.q, planned.q) and np.array_equal(motion.v, planned.v)
+            ):
+                motion.adopt(planned)
             return
-        since_ns = horizon_ns - self._sent_start_ns
-        index, offset_ns = divmod(since_ns, self.period_ns)
-        if offset_ns == 0 and index < len(self._sent_plan):
-            motion.adopt(self._sent_plan[index])  # a planned point, with all it came from
-            return
-        q, v = sample_knots(self._sent_times, self._sent_q, self._sent_v, since_ns / NS)
+        times = (self._sent_ns - self._sent_ns[0]) / NS
+        q, v = sample_knots(times, self._sent_q, self._sent_v, (horizon_ns - self._sent_ns[0]) / NS)
         motion.adopt(motion.state_of(q, v))
 
     def observation(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:

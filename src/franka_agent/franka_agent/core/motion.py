@@ -184,11 +184,16 @@ class ReferenceGenerator:
         desired = np.maximum(desired, -self._stoppable(q - bounds.lower, -v, a, dt))
         new_v = v + np.clip(desired - v, -a * dt, a * dt)
         new_q = q + 0.5 * (v + new_v) * dt
-        # An axis braking onto its goal lands on it rather than past it, where stopping
-        # dead is itself within the acceleration limit.
+        # An axis that would pass its goal while slow enough to stop within this step
+        # stops: at rest where braking at a constant rate takes it, so that every step is
+        # one of constant acceleration, which is what the joint controller's cubic
+        # interpolation between the points sent reproduces (a step that stopped dead on
+        # the goal instead, moving nowhere while its velocity fell, made that spline
+        # overshoot and come back: up to 4x the acceleration limit;
+        # test_motion.py::test_every_reference_step_is_one_of_constant_acceleration).
         passed = np.sign(self.goal - new_q) != direction
         arrived = passed & (np.abs(v) <= a * dt)
-        new_q = np.where(arrived, self.goal, new_q)
+        new_q = np.where(arrived, q + 0.5 * v * dt, new_q)
         new_v = np.where(arrived, 0.0, new_v)
         return np.clip(new_q, bounds.lower, bounds.upper), np.clip(new_v, -bounds.velocity, bounds.velocity)
 

@@ -2,8 +2,10 @@
 
 MuJoCo physics at ``physics_rate``; a ``TrajectoryFollower`` standing in for
 joint_trajectory_controller; its joint PD (franka_ros2's gains) on an arm whose gravity
-is compensated, like the real Panda's torque interface. The mock node wraps it in
-franka_ros2's topics; the in-process benchmark env drives it directly.
+is compensated, like the real Panda's torque interface. Every update's desired state is
+checked (``DesiredStateMonitor``) and what breaks a limit is kept in ``violations``.
+The mock node wraps it in franka_ros2's topics; the in-process benchmark env drives it
+directly.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import mujoco
 import numpy as np
 
 from franka_agent.core import panda
+from franka_agent.core.command_check import DesiredStateMonitor, Violation
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
+
+INTERPOLATE_FROM = ("desired", "measured")
 
 # franka_ros2 v0.1.0 joint_trajectory_controller gains (franka_bringup/config/controllers.yaml).
 DEFAULT_P_GAINS = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
@@ -28,7 +33,15 @@ class PandaSim:
         physics_rate: float = 1000.0,
         p_gains: Sequence[float] = DEFAULT_P_GAINS,
         d_gains: Sequence[float] = DEFAULT_D_GAINS,
+        interpolate_from: str = "desired",
     ) -> None:
+        """:param interpolate_from: where a new trajectory starts from, as
+        joint_trajectory_controller's ``interpolate_from_desired_state`` (Jazzy) or
+        ``open_loop_control`` (Humble) set it: "desired" (true, this project's setting) or
+        "measured" (false, the controller's default)."""
+        if interpolate_from not in INTERPOLATE_FROM:
+            raise ValueError(f"interpolate_from must be one of {INTERPOLATE_FROM}, got {interpolate_from!r}")
+        self.interpolate_from = interpolate_from
         # Time is counted in whole physics steps of whole nanoseconds: a float that adds up
         # the timestep drifts off the nanosecond grid that stamps and timers live on (the
         # mock's clock once read 1 ns short of a tick the agent waited for).
@@ -39,6 +52,8 @@ class PandaSim:
         self.p_gains = np.asarray(p_gains, dtype=np.float64)
         self.d_gains = np.asarray(d_gains, dtype=np.float64)
         self.follower = TrajectoryFollower(panda.HOME)
+        self.monitor = DesiredStateMonitor()
+        self.violations: list[Violation] = []  # what the controller commanded beyond a limit
         self._site = self.model.site(EE_SITE).id
         self.place(panda.HOME)
 
@@ -74,16 +89,22 @@ class PandaSim:
         self.data.ctrl[:] = 0.0
         mujoco.mj_forward(self.model, self.data)
         self.follower.hold(q)
+        self.monitor.restart()
 
-    def command(self, points: list[TrajectoryPoint], start: float | None = None) -> None:
-        """A new trajectory for the controller, timed from ``start`` (now if None)."""
-        self.follower.set_trajectory(self.time, points, start)
+    def command(self, points: list[TrajectoryPoint], start: float | None = None) -> bool:
+        """A new trajectory for the controller, timed from ``start`` (a zero stamp: None);
+        False if the controller refuses it (it ends before now)."""
+        measured = (self.q, self.dq) if self.interpolate_from == "measured" else None
+        return self.follower.set_trajectory(self.time, points, start, measured)
 
     def step(self, steps: int = 1) -> None:
         """Advance ``steps`` physics steps, the joint PD tracking the trajectory."""
         model, data = self.model, self.data
         for _ in range(steps):
             q_desired, v_desired = self.follower.sample(self.time)
+            found = self.monitor.check(self.time, q_desired, v_desired)
+            if found:
+                self.violations.extend(found)
             torque = self.p_gains * (q_desired - data.qpos) + self.d_gains * (v_desired - data.qvel)
             data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
             mujoco.mj_step(model, data)

@@ -1,11 +1,29 @@
 """What joint_trajectory_controller does with a JointTrajectory, for the mock hardware.
 
-A new trajectory replaces the current one and starts from the controller's current
-desired state; its points are timed from the message's stamp (from its arrival when
-the stamp is zero) and points already past are dropped; between points it interpolates
-with cubic Hermite splines when points carry velocities (linearly when they do not),
-and after the last point it holds that position. Sampled at the physics rate, it
-gives the desired (q, v) the joint PID tracks.
+The rule, read from ros2_controllers' ``joint_trajectory_controller`` (``src/
+joint_trajectory_controller.cpp``: ``validate_trajectory_msg``, ``update``;
+``src/trajectory.cpp``: ``Trajectory::sample``, ``interpolate_between_points``), the same
+in release 2.23.0 (Humble, what franka_ros2 v0.1.0 runs) and 4.42.1 (Jazzy):
+
+- On arrival, a trajectory with a non-zero stamp that ends before the controller's
+  time is refused (Jazzy: stamp + the last point's ``time_from_start``; Humble sums
+  every point's ``time_from_start``, a bug that accepts more). Otherwise it replaces
+  the current one at the next controller update.
+- Its points are timed from its stamp (from that first update when the stamp is zero).
+  At that first update the controller takes a "point before the trajectory": the
+  state it is in at that instant. By default that is the *measured* state; with
+  ``open_loop_control`` (Humble) or ``interpolate_from_desired_state`` (Jazzy) it is the
+  desired state it last commanded, which is how this project configures it
+  (``config/panda_jtc.yaml``) and the mock's default (``interpolate_from``).
+- Sampled at time t: before the first point, the cubic Hermite spline from the point
+  before to the first point; from the first point on, the segment of the message's own
+  points that contains t, *without* any connection to what came before: a trajectory
+  whose first points are already past on arrival makes the desired state jump onto it.
+  Between points it is cubic Hermite when both carry velocities, linear otherwise; after
+  the last point it holds that point.
+
+``TrajectoryFollower`` does exactly that (``command_check.DesiredStateMonitor`` checks
+what it commands, update by update).
 """
 
 from __future__ import annotations
@@ -15,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # Points closer in time than this are one instant (float seconds from integer stamps
-# differ in the last bits; a 1e-15 s segment would mean an infinite acceleration).
+# differ in the last bits).
 TIME_EPSILON = 1e-9
 
 
@@ -27,68 +45,131 @@ class TrajectoryPoint:
 
 
 class TrajectoryFollower:
-    """Desired joint state over time, from the latest trajectory received."""
+    """The desired joint state over time, as joint_trajectory_controller samples it from
+    the latest trajectory accepted (see the module's docstring)."""
 
     def __init__(self, q: np.ndarray) -> None:
-        self._knot_times = np.zeros(1)
-        self._knot_q = [np.asarray(q, dtype=np.float64).copy()]
-        self._knot_v = [np.zeros_like(self._knot_q[0])]
+        self.hold(q)
 
     def hold(self, q: np.ndarray) -> None:
-        """Forget any trajectory and hold ``q`` (e.g. after a reset)."""
-        self.__init__(q)  # type: ignore[misc]
+        """Forget any trajectory and hold ``q`` at rest (e.g. after a reset)."""
+        q = np.asarray(q, dtype=np.float64).copy()
+        self._before_time = -np.inf
+        self._before: tuple[np.ndarray, np.ndarray | None] = (q, np.zeros_like(q))
+        self._times = np.zeros(0)
+        self._q: list[np.ndarray] = []
+        self._v: list[np.ndarray | None] = []
+        self.start = 0.0  # when the trajectory's points count from (s)
 
-    def set_trajectory(self, now: float, points: list[TrajectoryPoint], start: float | None = None) -> None:
-        """Replace the trajectory: from the desired state at ``now`` through ``points``,
-        whose times count from ``start`` (``now`` if None)."""
-        start = now if start is None else start
-        q0, v0 = self.sample(now)
-        times = [now]
-        qs = [q0]
-        vs: list[np.ndarray] = [v0]
-        previous_t, previous_q = now, q0
-        for point in points:
-            t = start + point.time
-            if t <= previous_t + TIME_EPSILON:
-                continue  # already past (or not increasing): like JTC, keep only what lies ahead
-            linear = (point.positions - previous_q) / (t - previous_t)
-            v = linear if point.velocities is None else point.velocities
-            times.append(t)
-            qs.append(np.asarray(point.positions, dtype=np.float64))
-            vs.append(np.asarray(v, dtype=np.float64))
-            previous_t, previous_q = t, qs[-1]
-        if points and points[-1].velocities is None and len(vs) > 1:
-            vs[-1] = np.zeros_like(vs[-1])  # position-only trajectories end at rest
-        self._knot_times = np.array(times)
-        self._knot_q = qs
-        self._knot_v = vs
+    def ends_before(self, now: float, points: list[TrajectoryPoint], start: float | None) -> bool:
+        """Whether the controller refuses a trajectory arriving at ``now``: stamped (a
+        ``start``), and its last point already past."""
+        return start is not None and bool(points) and start + points[-1].time < now
+
+    def set_trajectory(
+        self,
+        now: float,
+        points: list[TrajectoryPoint],
+        start: float | None = None,
+        measured: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> bool:
+        """Take a trajectory arriving at ``now`` whose points count from ``start`` (None:
+        from now, a zero stamp). The point before it is the desired state now, or
+        ``measured`` (the controller's default, closed-loop start). Returns False, keeping
+        the current trajectory, when the controller would refuse it."""
+        if not points or self.ends_before(now, points, start):
+            return False
+        before = measured if measured is not None else self.sample(now)
+        self.start = now if start is None else start
+        self._before_time = now
+        self._before = (np.asarray(before[0], dtype=np.float64).copy(), np.asarray(before[1], dtype=np.float64).copy())
+        self._times = np.array([self.start + point.time for point in points])
+        self._q = [np.asarray(point.positions, dtype=np.float64) for point in points]
+        self._v = [
+            None if point.velocities is None else np.asarray(point.velocities, dtype=np.float64) for point in points
+        ]
+        return True
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """Desired (q, v) at time ``t``."""
-        return sample_knots(self._knot_times, self._knot_q, self._knot_v, t)
+        """Desired (q, v) at time ``t`` (not before the trajectory arrived)."""
+        times = self._times
+        if times.size == 0 or t < times[0]:
+            if times.size == 0:
+                return self._before[0].copy(), np.zeros_like(self._before[0])
+            return _interpolate(self._before_time, *self._before, times[0], self._q[0], self._v[0], t)
+        if t >= times[-1]:
+            last_v = self._v[-1]
+            return self._q[-1].copy(), (np.zeros_like(self._q[-1]) if last_v is None else last_v.copy())
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        return _interpolate(times[i], self._q[i], self._v[i], times[i + 1], self._q[i + 1], self._v[i + 1], t)
+
+    def planned_acceleration(self, t: float) -> tuple[str, np.ndarray]:
+        """For reports: the segment that holds ``t`` ("before the first point", or the
+        index of its first point) and the mean acceleration its ends plan."""
+        times = self._times
+        if times.size == 0:
+            return "holding", np.zeros_like(self._before[0])
+        if t < times[0]:
+            name, (t0, v0), (t1, v1) = (
+                "before the first point",
+                (self._before_time, self._before[1]),
+                (times[0], self._v[0]),
+            )
+        elif t >= times[-1]:
+            return "after the last point", np.zeros_like(self._q[-1])
+        else:
+            i = int(np.searchsorted(times, t, side="right")) - 1
+            name, (t0, v0), (t1, v1) = str(i), (times[i], self._v[i]), (times[i + 1], self._v[i + 1])
+        if v0 is None or v1 is None or t1 - t0 <= TIME_EPSILON:
+            return name, np.zeros_like(self._q[0])
+        return name, (v1 - v0) / (t1 - t0)
 
     @property
     def end_time(self) -> float:
-        return float(self._knot_times[-1])
+        return float(self._times[-1]) if self._times.size else self._before_time
+
+
+def _interpolate(
+    t0: float,
+    q0: np.ndarray,
+    v0: np.ndarray | None,
+    t1: float,
+    q1: np.ndarray,
+    v1: np.ndarray | None,
+    t: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One segment as ``interpolate_between_points`` does it: cubic Hermite when both ends
+    carry velocities, linear otherwise."""
+    h = t1 - t0
+    if h <= TIME_EPSILON:
+        return q1.copy(), (np.zeros_like(q1) if v1 is None else v1.copy())
+    s = min(max((t - t0) / h, 0.0), 1.0)
+    if v0 is None or v1 is None:
+        return q0 + s * (q1 - q0), (q1 - q0) / h
+    return hermite(q0, v0, q1, v1, h, s)
+
+
+def hermite(
+    p0: np.ndarray, v0: np.ndarray, p1: np.ndarray, v1: np.ndarray, h: float, s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) at the share ``s`` of a cubic Hermite segment of ``h`` seconds."""
+    m0, m1 = v0 * h, v1 * h
+    s2, s3 = s * s, s * s * s
+    position = (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * m0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * m1
+    velocity = ((6 * s2 - 6 * s) * p0 + (3 * s2 - 4 * s + 1) * m0 + (-6 * s2 + 6 * s) * p1 + (3 * s2 - 2 * s) * m1) / h
+    return position, velocity
 
 
 def sample_knots(
     times: np.ndarray, positions: list[np.ndarray], velocities: list[np.ndarray], t: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(q, v) at ``t`` on the cubic Hermite spline through the knots, as
-    joint_trajectory_controller samples it: held at the first knot before it, and at rest
-    on the last one after it. (Exact for a reference that moves at constant acceleration
-    between knots, as ``ArmMotion``'s does.)"""
+    """(q, v) at ``t`` on the cubic Hermite spline through the knots (all with velocities):
+    held at the first knot before it, at rest on the last one after it. (Exact for a
+    reference that moves at constant acceleration between knots, as ``ArmMotion``'s does.)"""
     if t >= times[-1]:
         return positions[-1].copy(), np.zeros_like(positions[-1])
     if t <= times[0]:
         return positions[0].copy(), velocities[0].copy()
     i = int(np.searchsorted(times, t, side="right")) - 1
     h = times[i + 1] - times[i]
-    s = (t - times[i]) / h
-    p0, p1 = positions[i], positions[i + 1]
-    m0, m1 = velocities[i] * h, velocities[i + 1] * h
-    s2, s3 = s * s, s * s * s
-    position = (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * m0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * m1
-    velocity = ((6 * s2 - 6 * s) * p0 + (3 * s2 - 4 * s + 1) * m0 + (-6 * s2 + 6 * s) * p1 + (3 * s2 - 2 * s) * m1) / h
-    return position, velocity
+    return hermite(positions[i], velocities[i], positions[i + 1], velocities[i + 1], h, (t - times[i]) / h)

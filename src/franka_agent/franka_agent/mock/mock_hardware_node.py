@@ -29,6 +29,7 @@ acceleration limits and the workspace box, counts violations on
 from __future__ import annotations
 
 import array
+import json
 import math
 import sys
 import time
@@ -51,10 +52,10 @@ from franka_agent.core import panda
 from franka_agent.core.command_check import command_violations
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import WorkspaceBox
-from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, PandaSim
+from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_FROM, PandaSim
 from franka_agent.core.trajectory import TrajectoryPoint
 from spin_decoupler_ros.node_runner import run_node
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_str
 
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -111,6 +112,16 @@ class MockPandaHardware(Node):
             False,
             "accept trajectories that end moving (joint_trajectory_controller: true in Humble, false since Jazzy)",
         )
+        violation_log = declare_str(
+            self,
+            "violation_log",
+            "",
+            "append a JSON line per limit violation (the command's stamp, its arrival on both clocks, "
+            "the point, demanded and planned values) to this file; empty: off",
+        )
+        self._violation_log = open(violation_log, "a", buffering=1) if violation_log else None  # noqa: SIM115
+        self._active: dict[str, object] = {}  # the trajectory being followed, for violation records
+        self._last_clock_ns = 0  # the last /clock published (sim ns since the epoch)
         self.reset_noise = declare_float(
             self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
         )
@@ -120,11 +131,21 @@ class MockPandaHardware(Node):
         high = declare_float_list(self, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
         self.box = WorkspaceBox(np.array(low), np.array(high))
 
-        self.sim = PandaSim(physics_rate, p_gains, d_gains)
+        interpolate_from = declare_str(
+            self,
+            "interpolate_from",
+            "desired",
+            "where a new trajectory starts: the desired state (joint_trajectory_controller with "
+            "interpolate_from_desired_state / open_loop_control, as config/panda_jtc.yaml sets it) "
+            "or the measured one (its default)",
+            choices=INTERPOLATE_FROM,
+        )
+        self.sim = PandaSim(physics_rate, p_gains, d_gains, interpolate_from)
         self._kinematics = PandaKinematics()  # for checking commanded points' TCP
         self._steps_per_publish = max(1, round(physics_rate / publish_rate))
         self._rng = np.random.default_rng()
         self.violations = 0
+        self.refused = 0  # trajectories refused as joint_trajectory_controller does: they end in the past
         self.commands = 0
 
         # ros2_control_node's state at the control rate, and the merged /joint_states
@@ -228,6 +249,7 @@ class MockPandaHardware(Node):
 
     def _advance_chunk(self) -> None:
         self.sim.step(self._steps_per_publish)
+        self._take_violations()
         self._publish_state()
 
     def _stamp(self) -> Time:
@@ -248,6 +270,7 @@ class MockPandaHardware(Node):
         self._chunks += 1
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
+        self._last_clock_ns = self.sim.time_ns
 
     # -- commands -----------------------------------------------------------------------
 
@@ -281,26 +304,62 @@ class MockPandaHardware(Node):
             return
         self.commands += 1
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        start_ns = stamp_ns - self._epoch_ns if stamp_ns > 0 else self.sim.time_ns
-        start = start_ns * 1e-9
-        self._check_limits(points, start)
-        self.sim.command(points, start)
-        if points:
-            first = msg.points[0].time_from_start
-            self._horizon_ns = start_ns + first.sec * 1_000_000_000 + first.nanosec
-            self._advance_allowed()
+        start_ns = stamp_ns - self._epoch_ns if stamp_ns > 0 else None
+        start = start_ns * 1e-9 if start_ns is not None else None
+        arrival = {
+            "stamp_ns": start_ns,  # sim ns (the mock's epoch removed); None: a zero stamp
+            "arrival_sim_ns": self.sim.time_ns,
+            "late_ns": None if start_ns is None else self.sim.time_ns - start_ns,
+            "last_clock_published_ns": self._last_clock_ns,
+            "arrival_wall": time.time(),
+            "arrival_monotonic": time.monotonic(),
+            "points_ns": [round(point.time * 1e9) for point in points],
+        }
+        for violation in command_violations(points, self.box, self._kinematics):
+            self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
+        if not self.sim.command(points, start):
+            # What joint_trajectory_controller does with a stamped trajectory whose last
+            # point is past: refuse it and go on with the current one.
+            # Not a limit violation: the arm goes on safely, and a process stalled while
+            # sending cannot help it. Counted apart.
+            self.refused += 1
+            self.get_logger().error(
+                f"refused a trajectory that ends in the past: stamped {arrival['late_ns'] / 1e6:.1f} ms ago"
+            )
+            self._record({"text": "refused: it ends in the past", "kind": "refused", "trajectory": arrival})
+            return
+        self._active = arrival
+        first = msg.points[0].time_from_start
+        self._horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
+            first.sec * 1_000_000_000 + first.nanosec
+        )
+        self._advance_allowed()
 
-    def _check_limits(self, points: list[TrajectoryPoint], start: float) -> None:
-        """Count what the real controller would refuse or the real arm would fault on."""
-        for violation in command_violations(
-            points, start, self.sim_time, self.sim.follower, self.box, self._kinematics
-        ):
-            self._count_violation(violation)
+    def _take_violations(self) -> None:
+        """Count what the controller commanded beyond a limit since the last look."""
+        if not self.sim.violations:
+            return
+        for violation in self.sim.violations:
+            segment, planned = self.sim.follower.planned_acceleration(violation.time)
+            record = {
+                "kind": violation.kind,
+                "demanded": violation.values,
+                "segment": segment,
+                "planned": list(planned),
+                "trajectory": self._active,
+            }
+            self._count_violation(violation.text, {**record, "sim_ns": round(violation.time * 1e9)})
+        self.sim.violations.clear()
 
-    def _count_violation(self, what: str) -> None:
+    def _count_violation(self, what: str, record: dict[str, object] | None = None) -> None:
         self.violations += 1
         self.get_logger().error(f"limit violation #{self.violations}: {what}", throttle_duration_sec=1.0)
         self._publish_violations()
+        self._record({"violation": self.violations, "text": what, **(record or {})})
+
+    def _record(self, entry: dict[str, object]) -> None:
+        if self._violation_log is not None:
+            self._violation_log.write(json.dumps({"sim_ns": self.sim.time_ns, **entry}) + "\n")
 
     def _publish_violations(self) -> None:
         self._violations_pub.publish(UInt64(data=self.violations))
@@ -323,6 +382,7 @@ class MockPandaHardware(Node):
             values=[
                 KeyValue(key="limit_violations", value=str(self.violations)),
                 KeyValue(key="trajectories_received", value=str(self.commands)),
+                KeyValue(key="trajectories_refused", value=str(self.refused)),
                 KeyValue(key="sim_time", value=f"{self.sim_time:.3f}"),
             ],
         )

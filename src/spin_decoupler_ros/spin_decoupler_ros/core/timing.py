@@ -136,41 +136,6 @@ class WakeLatency:
         return 0 if self._estimate_ns is None else int(self._estimate_ns)
 
 
-class StaleClockGuard:
-    """Whether a control tick may stamp a command with the time its clock reads.
-
-    A tick on a simulated clock is made due by a /clock update, and normally runs right
-    after it. If it runs a control period (wall time) or more later, the process was
-    frozen or starved in between, and while it was, newer /clock messages may have
-    queued up: the time it reads can be stale, and a command stamped with it would reach
-    a joint controller whose time has moved on. Such a tick is skipped (once: the next
-    one, made due by a fresh update, sends). A clock that waits for the agent (the
-    lockstep mock) moves right before the tick it makes due; a wall clock never reports
-    moving and is never stale.
-    """
-
-    def __init__(self, period_ns: int) -> None:
-        self._period_s = ns_to_seconds(period_ns)
-        self._moved_at: float | None = None  # wall (monotonic) time of the last update
-        self._skipped_last = False
-        self.skipped = 0  # ticks skipped so far
-
-    def clock_moved(self, wall: float) -> None:
-        self._moved_at = wall
-
-    def staleness(self, wall: float) -> float:
-        """Wall seconds since the clock last moved (0 for a clock that never reports)."""
-        return 0.0 if self._moved_at is None else wall - self._moved_at
-
-    def may_send(self, wall: float) -> bool:
-        if self._skipped_last or self.staleness(wall) <= self._period_s:
-            self._skipped_last = False
-            return True
-        self._skipped_last = True
-        self.skipped += 1
-        return False
-
-
 @dataclass(frozen=True)
 class OffsetSample:
     """One NTP-style exchange: offset of the agent clock over the RL clock, and path delay."""
