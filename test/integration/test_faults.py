@@ -211,8 +211,9 @@ def test_agent_killed_mid_step_ends_in_a_typed_error_within_the_timeout(
         with pytest.raises(StepTimeoutError, match="did not answer within"):
             client.step([0.1])
         waited = time.monotonic() - started
-    # Default: the step's duration plus max(2 s, 10 RL timesteps), well under 10 s.
-    assert 2.0 < waited < 3.0
+    # Default: the step's duration plus max(2 s, 10 RL timesteps); never before it, and
+    # not much after (how much after is the machine's, not the decoupler's).
+    assert 2.0 < waited < 2.0 + 10.0
 
 
 def test_env_truncates_when_the_agent_dies_and_resumes_with_a_new_one(processes: ProcessGroup, tmp_path: Path) -> None:

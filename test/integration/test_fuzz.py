@@ -4,6 +4,7 @@ the workspace box, and must count no violation."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,8 @@ from test_panda import TCP, limit_violations, start_agent, start_mock
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
-STEPS = 1500
+# The stress gate (bench/stress.py) runs these many times with fewer steps each.
+STEPS = int(os.environ.get("SPIN_DECOUPLER_FUZZ_STEPS", "1500"))
 
 
 def adversarial_actions(size: int, steps: int, seed: int):  # type: ignore[no-untyped-def]

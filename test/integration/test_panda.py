@@ -21,8 +21,10 @@ from helpers import run_module, start_node
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from std_msgs.msg import UInt64
 
 from franka_agent.core import panda
+from franka_agent.mock.mock_hardware_node import LATCHED
 from franka_agent.robots import read_limit_violations
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.paths import find_config
@@ -88,6 +90,15 @@ class Listener:
         while self.latest is None and time.monotonic() < deadline:
             self._executor.spin_once(timeout_sec=0.1)
         assert self.latest is not None, f"nothing heard on {self.topic} within {timeout} s"
+        return self.latest
+
+    def wait_until(self, condition: Any, timeout: float = 10.0) -> Any:
+        """The first message heard (the latest kept, for a latched topic) that meets
+        ``condition``; fails if none does within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not (self.latest is not None and condition(self.latest)) and time.monotonic() < deadline:
+            self._executor.spin_once(timeout_sec=0.05)
+        assert self.latest is not None and condition(self.latest), f"{self.topic}: last heard {self.latest}"
         return self.latest
 
     def close(self) -> None:
@@ -159,18 +170,42 @@ def test_adversarial_actions_never_violate_the_limits(panda_client: RLClient, pa
     assert limit_violations() == 0
 
 
+def free_running_panda(processes: ProcessGroup, tmp_path: Path) -> tuple[NodeProcess, Path]:
+    """The mock at real time and not waiting for commands, as a real arm runs on whatever
+    the agent does, recording every violation; and the agent. Returns the agent and the
+    violation records' path."""
+    violation_log = tmp_path / "violations.jsonl"
+    start_mock(processes, tmp_path, speed=1.0, lockstep=False, violation_log=str(violation_log))
+    # (A state_timeout longer than the stalls: a stalled agent's last joint state is old
+    # when it wakes, which can rightly fail the step; that is not what these test.)
+    return start_agent(processes, tmp_path, state_timeout=3.0), violation_log
+
+
+def assert_no_violation(violation_log: Path) -> None:
+    records = violation_log.read_text() if violation_log.exists() else ""
+    assert limit_violations() == 0, records
+
+
+def stall(agent: NodeProcess, seconds: float, arm: Listener | None = None) -> None:
+    """SIGSTOP the agent for ``seconds`` (spinning ``arm`` meanwhile), then SIGCONT."""
+    agent.kill(signal.SIGSTOP)
+    try:
+        if arm is not None:
+            arm.spin_for(seconds)
+        else:
+            time.sleep(seconds)
+    finally:
+        agent.kill(signal.SIGCONT)
+
+
 def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the_limits(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
     """SIGSTOP the agent while the arm moves at speed, the mock's time running on as a real
     arm's does: the last command's braking tail stops the arm, and the agent, woken, carries
-    on from there; the mock counts no violation (before, the controller held a moving
-    reference's last point, and the next command jumped by 10-16 rad/s^2)."""
-    violation_log = tmp_path / "violations.jsonl"
-    start_mock(processes, tmp_path, speed=1.0, lockstep=False, violation_log=str(violation_log))
-    # (A state_timeout longer than the freeze: a frozen agent's last joint state is old
-    # when it wakes, which can rightly fail the step; that is not what this tests.)
-    agent = start_agent(processes, tmp_path, state_timeout=3.0)
+    on from there, whatever it was doing when it stopped (planning, sending); the mock
+    counts no violation."""
+    agent, violation_log = free_running_panda(processes, tmp_path)
     with (
         RLClient(connect_timeout=30, reset_timeout=30) as client,
         Listener(JointState, "/franka/joint_states", qos_profile_sensor_data) as arm,
@@ -178,8 +213,10 @@ def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the
         client.reset(seed=0)
         arm.wait()
         for pushes in range(3):
-            for _ in range(4):
+            for _ in range(20):  # (after a stall the agent may wait for the arm to rest first)
                 moving = client.step([1.0, -1.0, -1.0] if pushes % 2 == 0 else [-1.0, 1.0, 1.0]).observation[7:14]
+                if np.max(np.abs(moving)) > 0.2:
+                    break
             assert np.max(np.abs(moving)) > 0.2, moving  # at speed when it freezes
             agent.kill(signal.SIGSTOP)
             try:
@@ -193,8 +230,37 @@ def test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the
             assert np.max(np.abs(velocity)) < 0.02, velocity  # braked to rest, not holding on
         for _ in range(3):  # the woken agent's first commands are what could jump
             client.step([0.0, 0.0, 0.0])
-    records = violation_log.read_text() if violation_log.exists() else ""
-    assert limit_violations() == 0, records
+    assert_no_violation(violation_log)
+
+
+def test_stalls_while_braking_while_resetting_and_between_steps_break_no_limit(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """Stalls of 0.05-1.5 s at the moments the arm is most exposed: while it brakes from
+    speed (a zero action), while a reset moves it, and between two steps; after each,
+    the next step (or the reset) is served, and the mock counts no violation."""
+    agent, violation_log = free_running_panda(processes, tmp_path)
+    rng = np.random.default_rng(7)
+    with RLClient(connect_timeout=30, reset_timeout=30) as client:
+        client.reset(seed=0)
+        for trial in range(4):
+            for _ in range(4):
+                client.step([1.0, -1.0, -1.0] if trial % 2 == 0 else [-1.0, 1.0, 1.0])
+            client.step([0.0, 0.0, 0.0])  # braking from speed...
+            stall(agent, float(rng.uniform(0.05, 1.5)))  # ...and stalled in the middle of it
+            assert client.step([0.0, 0.0, 0.0]).observation.shape == (17,)
+            # A reset, stalled while it moves the arm home; it still ends at its start pose.
+            client.channel.send_reset(trial, ())
+            time.sleep(float(rng.uniform(0.05, 0.4)))
+            stall(agent, float(rng.uniform(0.05, 1.5)))
+            answer = client._wait(30.0, "reset")
+            assert answer.seq == 0
+            # Between two steps: the learner is quiet while the agent is stalled; its next
+            # step resumes the episode.
+            client.step([0.5, 0.5, 0.5])
+            stall(agent, float(rng.uniform(0.05, 1.5)))
+            assert client.step([-0.5, -0.5, -0.5]).seq == 2
+    assert_no_violation(violation_log)
 
 
 def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
@@ -218,15 +284,20 @@ def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
     moving = JointTrajectoryPoint(
         positions=list(goal), velocities=[0.1] * 7, time_from_start=Duration(nanosec=500_000_000)
     )
-    publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[moving]))
     try:
-        assert limit_violations() == 1
-        at_rest = JointTrajectoryPoint(positions=list(goal), velocities=[0.0] * 7, time_from_start=Duration(sec=1))
-        publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[at_rest]))
-        time.sleep(2.0)  # a second of simulated motion (speed factor 1)
-        assert limit_violations() == 1
-        state = first_message(JointState, "/franka/joint_states", qos_profile_sensor_data)
-        np.testing.assert_allclose(state.position, goal, atol=2e-3)  # the accepted one was followed
+        with (
+            Listener(UInt64, "/mock_hardware/limit_violations", LATCHED) as violations,
+            Listener(JointState, "/franka/joint_states", qos_profile_sensor_data) as arm,
+        ):
+            violations.wait_until(lambda count: count.data == 0)
+            publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[moving]))
+            violations.wait_until(lambda count: count.data == 1)
+            at_rest = JointTrajectoryPoint(positions=list(goal), velocities=[0.0] * 7, time_from_start=Duration(sec=1))
+            publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[at_rest]))
+            # The accepted one is followed: the arm gets to its goal and rests there.
+            arm.wait_until(lambda state: np.allclose(state.position, goal, atol=2e-3))
+            violations.spin_for(0.2)
+            assert violations.latest.data == 1
     finally:
         node.destroy_node()
         context.try_shutdown()
@@ -333,7 +404,10 @@ def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(
     with RLClient(connect_timeout=30, reset_timeout=30) as client:
         client.connect()
         client.channel.send_reset(0, ())  # no clock yet: the agent accepts and waits
-        time.sleep(1.0)
+        deadline = time.monotonic() + 30.0
+        while not (client.channel.status and client.channel.status.message == "episode running"):
+            assert time.monotonic() < deadline, "the agent never accepted the reset"
+            client.rl_node.spin_once(0.05)
         start_mock(processes, tmp_path)
         answer = client._wait(30.0, "reset")
         assert answer.seq == 0 and answer.observation.shape == (17,)

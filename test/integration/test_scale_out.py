@@ -77,18 +77,20 @@ def test_finished_episodes_reset_at_once_following_sb3_conventions(plant_vec_env
 
 
 def test_agents_step_concurrently_not_one_after_another(plant_vec_env: DecoupledVecEnv) -> None:
+    """In every VecEnv step, the three agents' actions run at the same time: each one's
+    interval (its start to its observation, on the agents' shared wall clock) overlaps
+    the others'. One after another, none would. (How fast a VecEnv step is, is the
+    scaling benchmark's.)"""
     plant_vec_env.reset()
     actions = np.zeros((3, 1), dtype=np.float32)
-    started = time.perf_counter()
-    steps = 0
-    for _ in range(3 * EPISODE_STEPS):
-        _, _, dones, _ = plant_vec_env.step(actions)
-        steps += 1
+    for _ in range(EPISODE_STEPS - 1):
+        _, _, dones, infos = plant_vec_env.step(actions)
         if dones.any():
             break
-    per_step = (time.perf_counter() - started) / steps
-    # One after another, three agents would take at least 3 x 50 ms per step.
-    assert per_step < 2.0 * RL_TIMESTEP, f"{per_step * 1e3:.1f} ms per VecEnv step"
+        intervals = [(info["ato"] - info["duration"], info["ato"]) for info in infos]
+        latest_start = max(start for start, _ in intervals)
+        earliest_end = min(end for _, end in intervals)
+        assert latest_start < earliest_end, intervals
 
 
 def test_sb3_trains_on_the_vec_env(plant_vec_env: DecoupledVecEnv) -> None:
@@ -125,7 +127,7 @@ def test_an_agent_dying_mid_step_fails_the_vec_step_with_its_name(processes: Pro
         started = time.monotonic()
         with pytest.raises(StepTimeoutError, match="/plant1"):
             venv.step(np.zeros((2, 1), dtype=np.float32))
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 1.0 + 10.0  # its step timeout, and not hung
     finally:
         venv.close()
 

@@ -368,3 +368,52 @@ def test_lateness_beyond_the_lead_is_what_breaks_the_limits() -> None:
     found = [run_late_and_stalled(seed, "joint_delta", 1, PERIOD + PERIOD // 2) for seed in range(4)]
     assert sum(len(f) for f in found) > 0
     assert all(v.kind == "acceleration" for f in found for v in f)
+
+
+@pytest.mark.parametrize("reached", [True, False])
+def test_a_command_whose_sending_stalled_is_told_apart_by_the_arm_at_rest(reached: bool) -> None:
+    """The agent stalled while sending a command (on SIGSTOP it systematically lands
+    there, right after an observation goes out): the controller follows it, or the one
+    before (it came too late and was refused). Once both have ended, the arm's rest
+    position tells which, and the next commands go on from there without a jump."""
+    sim = PandaSim()
+    c = PandaController("joint_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    c.start(sim.q, 0)
+    c.act(np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0]))
+    now = 0
+    for _ in range(12):  # at speed
+        command = c.command(now)
+        assert command is not None and sim.command(_points(command), now / 1e9)
+        sim.step(PERIOD // MS)
+        now += PERIOD
+    stalled = c.command(now)  # one period more of motion at speed than the one before
+    assert stalled is not None
+    if reached:
+        assert sim.command(_points(stalled), now / 1e9)
+    c.mark_uncertain()
+    for _ in range(300):  # a stall of up to 3 s: both trajectories end, the arm comes to rest
+        sim.step(PERIOD // MS)
+        now += PERIOD
+        if c.settle_uncertainty(sim.q, sim.dq, sim.time_ns):
+            break
+    assert not c.uncertain
+    for _ in range(50):
+        command = c.command(now)
+        assert command is not None and sim.command(_points(command), now / 1e9)
+        sim.step(PERIOD // MS)
+        now += PERIOD
+    assert sim.violations == []
+
+
+def test_an_uncertain_command_is_not_decided_while_the_arm_moves() -> None:
+    sim = PandaSim()
+    c = PandaController("ee_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    c.start(sim.q, 0)
+    c.act(np.array([1.0, -1.0, -1.0]))
+    for k in range(30):
+        command = c.command(k * PERIOD)
+        assert command is not None and sim.command(_points(command), k * PERIOD / 1e9)
+        sim.step(PERIOD // MS)
+    c.mark_uncertain()
+    assert not c.settle_uncertainty(sim.q, sim.dq, sim.time_ns)  # moving, the tails not ended
+    assert c.uncertain

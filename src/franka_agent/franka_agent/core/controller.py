@@ -19,6 +19,7 @@ from franka_agent.core.trajectory import sample_knots
 
 NS = 1_000_000_000
 DEFAULT_COMMAND_LEAD = 0.03  # s: see lead_periods_for and docs/timing.md
+SETTLE_NS = 300_000_000  # how long after a trajectory ends the arm is taken to rest on it
 
 
 def lead_periods_for(command_lead: float, period_ns: int) -> int:
@@ -107,6 +108,7 @@ class PandaController:
         self._sent_plan: dict[int, MotionState] = {}
         self._before: tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] = (self._sent_ns, [], [])
         self._withdrawn = False
+        self.uncertain = False  # whether the last command reached the joint controller is unknown
         self._pending_action: np.ndarray | None = None
         self._pending_goal: np.ndarray | None = None
         self._pending_stop = False
@@ -193,6 +195,31 @@ class PandaController:
         self._sent_q, self._sent_v, self._sent_plan = [], [], {}
         self._before = (self._sent_ns, [], [])
         self._withdrawn = False
+        self.uncertain = False
+
+    def mark_uncertain(self) -> None:
+        """The last command may or may not have reached the joint controller (the agent
+        stalled while sending it): ``settle_uncertainty`` tells before the next one."""
+        self.uncertain = self._before[0].size > 0
+
+    def settle_uncertainty(self, q: np.ndarray, dq: np.ndarray, t_ns: int) -> bool:
+        """Decide, from the arm's state (q, dq) at ``t_ns``, which of the last command and
+        the one before the joint controller follows, once both have brought the arm to
+        rest (so the arm's state is the one it holds, not a tracking error). False while
+        that cannot be told yet."""
+        if not self.uncertain:
+            return True
+        ends = max(int(self._sent_ns[-1]), int(self._before[0][-1]))
+        # At rest after the later end (or, should the arm's velocity never read still,
+        # a while after that: its position tells all the same).
+        if t_ns < ends + SETTLE_NS or (np.max(np.abs(dq)) > 1e-3 and t_ns < ends + 4 * SETTLE_NS):
+            return False
+        last = self._sent_q[-1]
+        before = self._before[1][-1]
+        if np.max(np.abs(q - before)) < np.max(np.abs(q - last)):
+            self.withdraw()
+        self.uncertain = False
+        return True
 
     def withdraw(self) -> None:
         """The last command never reached the joint controller, or was refused by it (it

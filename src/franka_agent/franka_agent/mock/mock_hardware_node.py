@@ -121,6 +121,7 @@ class MockPandaHardware(Node):
         )
         self._violation_log = open(violation_log, "a", buffering=1) if violation_log else None  # noqa: SIM115
         self._active: dict[str, object] = {}  # the trajectory being followed, for violation records
+        self._lateness_ns: list[int] = []  # each stamped command's arrival less its stamp (sim ns)
         self._last_clock_ns = 0  # the last /clock published (sim ns since the epoch)
         self.reset_noise = declare_float(
             self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
@@ -248,9 +249,26 @@ class MockPandaHardware(Node):
         return False
 
     def _advance_chunk(self) -> None:
-        self.sim.step(self._steps_per_publish)
+        """Simulate to the next publication of the state (a chunk, or what is left of one)."""
+        self._advance_steps(self._steps_per_publish - self.sim.steps_taken % self._steps_per_publish)
+
+    def _advance_steps(self, steps: int) -> None:
+        self.sim.step(steps)
         self._take_violations()
-        self._publish_state()
+        if self.sim.steps_taken % self._steps_per_publish == 0:
+            self._publish_state()
+
+    def _catch_up(self) -> None:
+        """Free-running, simulate up to now (wall x speed) in physics steps, so that a
+        command takes effect at the controller update it arrives at, as on the robot,
+        not at the end of the chunk under way (up to a publication period later)."""
+        if self.lockstep or self.speed_factor == 0.0:
+            return
+        target = self._sim_start + (time.monotonic() - self._wall_start) * self.speed_factor
+        steps = math.floor((target - self.sim_time) / self.sim.timestep + 0.5)
+        if 0 < steps <= self._steps_per_publish:  # (further behind, the timer catches up)
+            for _ in range(steps):
+                self._advance_steps(1)
 
     def _stamp(self) -> Time:
         sec, nanosec = divmod(self._epoch_ns + self.sim.time_ns, 1_000_000_000)
@@ -317,6 +335,9 @@ class MockPandaHardware(Node):
         }
         for violation in command_violations(points, self.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
+        self._catch_up()
+        arrival["arrival_sim_ns"] = self.sim.time_ns
+        arrival["late_ns"] = None if start_ns is None else self.sim.time_ns - start_ns
         if not self.sim.command(points, start):
             # What joint_trajectory_controller does with a stamped trajectory whose last
             # point is past: refuse it and go on with the current one.
@@ -329,6 +350,8 @@ class MockPandaHardware(Node):
             self._record({"text": "refused: it ends in the past", "kind": "refused", "trajectory": arrival})
             return
         self._active = arrival
+        if start_ns is not None:
+            self._lateness_ns.append(self.sim.time_ns - start_ns)
         first = msg.points[0].time_from_start
         self._horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
             first.sec * 1_000_000_000 + first.nanosec
@@ -387,6 +410,24 @@ class MockPandaHardware(Node):
             ],
         )
         self._diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[status]))
+
+    def close(self) -> None:
+        """Record how late the stamped commands arrived (their simulated arrival less their
+        stamp), for the violation log's reader."""
+        if self._violation_log is None:
+            return
+        if self._lateness_ns:
+            late = np.array(self._lateness_ns) / 1e6
+            summary = {
+                "kind": "lateness_ms",
+                "commands": int(late.size),
+                "median": float(np.median(late)),
+                "p99": float(np.percentile(late, 99)),
+                "p999": float(np.percentile(late, 99.9)),
+                "max": float(late.max()),
+            }
+            self._record(summary)
+        self._violation_log.close()
 
 
 def main(args: list[str] | None = None) -> int:

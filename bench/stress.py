@@ -1,0 +1,142 @@
+"""The stress gate: the timing-sensitive tests, many times alone and many times beside a
+CPU hog pinned to one core, counting failures per test.
+
+    ./ws bench stress                    # 30 runs idle, 30 beside the hog
+    ./ws bench stress --runs 5 --columns busy_core
+
+Writes bench/results/stress.json: {"runs": N, "idle": {"<test id>": failures, ...},
+"busy_core": {...}} and, per column, the wall time per run and every failure's first
+lines. Target: no failure anywhere. The fuzz tests run SPIN_DECOUPLER_FUZZ_STEPS steps
+each here (--fuzz-steps; 1500 in the suite), so a run stays under two minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from common import write_result
+
+ROOT = Path(__file__).resolve().parent.parent
+# Every test whose outcome could depend on timing: the Panda under stalls and adversarial
+# actions (the mock checks every update), the fuzz runs, the VecEnv's concurrency, and
+# every test that compares a measured time or a timeout with a bound.
+TESTS = (
+    "test/integration/test_panda.py::test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the_limits",
+    "test/integration/test_panda.py::test_stalls_while_braking_while_resetting_and_between_steps_break_no_limit",
+    "test/integration/test_panda.py::test_adversarial_actions_never_violate_the_limits",
+    "test/integration/test_panda.py::test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do",
+    "test/integration/test_fuzz.py",
+    "test/integration/test_scale_out.py::test_agents_step_concurrently_not_one_after_another",
+    "test/integration/test_scale_out.py::test_an_agent_dying_mid_step_fails_the_vec_step_with_its_name",
+    "test/integration/test_decoupler.py",
+    "test/integration/test_faults.py::test_agent_killed_mid_step_ends_in_a_typed_error_within_the_timeout",
+    "test/integration/test_faults.py::test_agent_holds_when_the_rl_side_dies_or_stalls_and_takes_a_new_client",
+    "test/integration/test_rephase_timer.py",
+    "test/integration/test_clock_offset.py",
+    "test/integration/test_latest_message.py",
+)
+COLUMNS = ("idle", "busy_core")
+
+
+def start_hog() -> subprocess.Popen[bytes]:
+    """A busy loop pinned to core 0: the tests keep both cores, one of them shared."""
+
+    def pin() -> None:
+        os.sched_setaffinity(0, {0})
+
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin)
+
+
+def node_id(case: ET.Element) -> str:
+    module = case.get("classname", "").replace(".", "/")
+    return f"{module}.py::{case.get('name')}"
+
+
+def run_once(tests: tuple[str, ...], fuzz_steps: int) -> tuple[dict[str, str | None], float]:
+    """One pytest run of ``tests``: each test id with None (passed) or its failure's text."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.xml"
+        env = {**os.environ, "SPIN_DECOUPLER_FUZZ_STEPS": str(fuzz_steps)}
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        seconds = time.monotonic() - started
+        if not report.exists():
+            return {"<pytest did not report>": "no junit report"}, seconds
+        outcomes: dict[str, str | None] = {}
+        for case in ET.parse(report).getroot().iter("testcase"):
+            problem = case.find("failure")
+            if problem is None:
+                problem = case.find("error")
+            if case.find("skipped") is not None:
+                continue
+            outcomes[node_id(case)] = None if problem is None else (problem.get("message") or "")[:400]
+        return outcomes, seconds
+
+
+def run_column(column: str, runs: int, tests: tuple[str, ...], fuzz_steps: int) -> dict[str, Any]:
+    failures: dict[str, int] = {}
+    texts: list[dict[str, Any]] = []
+    seconds: list[float] = []
+    hog = start_hog() if column == "busy_core" else None
+    try:
+        for run in range(runs):
+            outcomes, took = run_once(tests, fuzz_steps)
+            seconds.append(round(took, 1))
+            for test, failure in outcomes.items():
+                failures[test] = failures.get(test, 0) + (failure is not None)
+                if failure is not None:
+                    texts.append({"run": run, "test": test, "failure": failure})
+            failed = sum(failure is not None for failure in outcomes.values())
+            print(
+                f"[stress] {column} run {run + 1}/{runs}: {len(outcomes)} tests, {failed} failed, {took:.0f} s",
+                flush=True,
+            )
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    return {"failures": failures, "failure_texts": texts, "seconds_per_run": seconds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--columns", default=",".join(COLUMNS), help="idle, busy_core or both")
+    parser.add_argument("--fuzz-steps", type=int, default=300)
+    parser.add_argument("--tests", nargs="*", default=list(TESTS))
+    args = parser.parse_args()
+    columns = [column for column in args.columns.split(",") if column]
+    unknown = set(columns) - set(COLUMNS)
+    if unknown:
+        parser.error(f"unknown columns {sorted(unknown)}: choose from {COLUMNS}")
+    result: dict[str, Any] = {"runs": args.runs, "fuzz_steps": args.fuzz_steps, "tests": args.tests}
+    details: dict[str, Any] = {}
+    for column in columns:
+        outcome = run_column(column, args.runs, tuple(args.tests), args.fuzz_steps)
+        result[column] = outcome["failures"]
+        details[column] = {key: outcome[key] for key in ("failure_texts", "seconds_per_run")}
+    result["details"] = details
+    write_result("stress", result)
+    failed = sum(sum(result[column].values()) for column in columns)
+    print(f"[stress] {failed} failures in {len(columns)} x {args.runs} runs")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
