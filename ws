@@ -2,7 +2,8 @@
 # ws: set up the spin_decoupler workspace and run anything inside it.
 #
 #   ./ws main [args]      set up, then the main job: train on the MuJoCo mock Panda
-#   ./ws test [args]      set up, then run the test suite (what CI runs)
+#   ./ws test [args]      set up, then the code checks (ruff, ruff format, mypy) and the
+#                         test suite: what CI runs (with args: pytest args, no checks)
 #   ./ws setup            set up only: venv, dependencies, colcon build (idempotent)
 #   ./ws exec CMD [args]  run CMD inside the environment (ROS 2, venv, built workspace)
 #   ./ws bench NAME       run bench/NAME.py, which writes bench/results/NAME.json
@@ -106,6 +107,14 @@ build_workspace() {
   echo "$want" > "$stamp"
 }
 
+# ruff, ruff's formatter and mypy over every package (src/, bench/, test/); any finding fails.
+checks() {
+  say "checks: ruff check, ruff format --check, mypy"
+  ruff check --quiet src bench test || die "ruff check found the above (ruff check --fix fixes some)"
+  ruff format --check --quiet src bench test || die "ruff format would reformat the above (run: ruff format src bench test)"
+  mypy --no-error-summary || die "mypy found the above"
+}
+
 setup() {
   mkdir -p "$ROOT/log"
   make_venv
@@ -118,12 +127,12 @@ cmd=${1:-help}
 case "$cmd" in
   setup) setup; say "ready ($MODE mode): ./ws exec <command> runs inside it" ;;
   main)  setup; enter_env; cd "$ROOT"; exec python -m franka_agent.pipeline "$@" ;;
-  test)  setup; enter_env; cd "$ROOT"; exec python -m pytest "$@" ;;
+  test)  setup; enter_env; cd "$ROOT"; [ $# -gt 0 ] || checks; exec python -m pytest "$@" ;;
   exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
   bench) [ $# -gt 0 ] || die "usage: ./ws bench NAME [args] (see bench/README.md)"
          name=$1; shift; [ -f "$ROOT/bench/$name.py" ] || die "no bench/$name.py"
          setup; enter_env; cd "$ROOT"; exec python "bench/$name.py" "$@" ;;
   shell) setup; enter_env; exec bash -i ;;
-  help|-h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' ;;
+  help|-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (./ws help)" ;;
 esac

@@ -35,7 +35,7 @@ SETTINGS = {"realtime": (1.0, False, False), "max_speed": (0.0, True, True)}
 
 def measure(
     count: int, setting: tuple[float, bool, bool], seconds: float, config: Path, task: dict[str, Any]
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     import psutil
 
     from franka_agent.reach_task import PandaReachEnv
@@ -72,7 +72,10 @@ def measure(
             for _ in range(3):  # warm-up: caches, first trajectories
                 venv.step(rng.uniform(-1.0, 1.0, (count, 3)).astype(np.float32))
             psutil.cpu_percent(interval=None)
-            steps, lats, plain, with_reset = 0, [], [], []
+            steps = 0
+            lats: list[float] = []
+            plain: list[float] = []
+            with_reset: list[float] = []
             started = time.perf_counter()
             while time.perf_counter() - started < seconds:
                 step_started = time.perf_counter()

@@ -26,6 +26,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ def main() -> int:
         ping_node.destroy_node()
         rclpy.try_shutdown()
 
-    result = {
+    result: dict[str, Any] = {
         "overhead_ms": summary_ms(overhead),
         "pingpong_ms": summary_ms(pingpong),
         "ratio_median": round(float(np.median(overhead) / np.median(pingpong)), 3),

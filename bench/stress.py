@@ -22,7 +22,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from common import write_result
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every test whose outcome could depend on timing: the Panda under stalls and adversarial

@@ -7,7 +7,8 @@ panda_rl.launch.py wherever the learner runs (see README: two hosts).
 
 With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
 (franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
-joint_trajectory_controller, the controller the agent commands.
+joint_trajectory_controller, the controller the agent commands, with
+config/panda_jtc.yaml (new trajectories start from the commanded state).
 """
 
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
@@ -129,7 +130,12 @@ def generate_launch_description() -> LaunchDescription:
             Node(
                 package="controller_manager",
                 executable="spawner",
-                arguments=["joint_trajectory_controller"],
+                # Start each new trajectory from the commanded state (config/panda_jtc.yaml).
+                arguments=[
+                    "joint_trajectory_controller",
+                    "--param-file",
+                    PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_jtc.yaml"]),
+                ],
                 output="screen",
                 condition=UnlessCondition(use_mock_hardware),
             ),

@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
@@ -39,7 +40,7 @@ def start_node(
     *,
     name: str | None = None,
     namespace: str | None = None,
-    params: dict[str, object] | None = None,
+    params: Mapping[str, object] | None = None,
     params_files: tuple[Path, ...] = (),
     ready_text: str | None = "agent ready",
     timeout: float = 30.0,

@@ -50,8 +50,9 @@ def test_offset_estimate_recovers_a_skewed_agent_clock(
         # ours by the skew.
         assert sent + skew_s - 1e-6 <= answer.ato <= returned + skew_s + 1e-6, (sent, answer.ato, returned)
         for _ in range(60):
-            estimate = client.step([0.0]).clock_offset
-            assert estimate is not None
+            offset = client.step([0.0]).clock_offset
+            assert offset is not None
+            estimate: float = offset
             # NTP's bound: an exchange's offset is off by at most half its delay; the
             # estimate is the offset of one of the lowest-delay quarter of the window.
             samples = sorted(client.channel.offsets._samples, key=lambda sample: sample.delay_ns)

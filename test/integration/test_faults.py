@@ -16,6 +16,7 @@ import pytest
 import rclpy
 from helpers import start_node
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 
 from spin_decoupler_msgs.action import Episode
@@ -41,12 +42,12 @@ class RogueClient:
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.client_id = client_id
-        self.actions = ActionClient(self.node, Episode, "episode")
+        self.actions: ActionClient = ActionClient(self.node, Episode, "episode")
         self.commands = self.node.create_publisher(StepCommand, "step_command", COMMAND_QOS)
         self.feedback: list[Episode.Feedback] = []
         self.statuses: list[AgentStatus] = []
         self.node.create_subscription(AgentStatus, "status", self.statuses.append, LATCHED_QOS)
-        self.goal: object = None
+        self.goal: ClientGoalHandle | None = None
         self._answered = 0
         assert self.actions.wait_for_server(timeout_sec=20)
         self.spin_until(lambda: self.commands.get_subscription_count() > 0)
@@ -62,14 +63,16 @@ class RogueClient:
         future = self.actions.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
         assert self.spin_until(future.done)
         self.goal = future.result()
-        if not self.goal.accepted:  # type: ignore[attr-defined]
+        assert self.goal is not None
+        if not self.goal.accepted:
             return False
         return self.spin_until(lambda: any(f.step.seq == 0 for f in self.feedback))
 
     def send(self, seq: int, action: list[float], kind: int = StepCommand.STEP, episode: bytes | None = None) -> None:
         self._answered = len(self.feedback)  # answer() waits for one that comes after this
         msg = StepCommand(kind=kind, seq=seq)
-        uuid = episode if episode is not None else bytes(self.goal.goal_id.uuid)  # type: ignore[attr-defined]
+        assert episode is not None or self.goal is not None
+        uuid = episode if episode is not None else bytes(self.goal.goal_id.uuid)  # type: ignore[union-attr]
         msg.episode_id.uuid = np.frombuffer(uuid, dtype=np.uint8)
         msg.action = action
         self.commands.publish(msg)

@@ -40,12 +40,12 @@ def plant_vec_env(processes: ProcessGroup, tmp_path: Path) -> Iterator[Decoupled
 def test_each_agent_gets_its_own_action_and_reports_its_own_timing(plant_vec_env: DecoupledVecEnv) -> None:
     plant_vec_env.seed(7)
     observations = plant_vec_env.reset()
-    assert observations.shape == (3, 4)
+    assert isinstance(observations, np.ndarray) and observations.shape == (3, 4)
     assert [info["agent"] for info in plant_vec_env.reset_infos] == ["/plant0", "/plant1", "/plant2"]
     actions = np.array([[1.0], [-1.0], [0.0]], dtype=np.float32)
     for _ in range(EPISODE_STEPS - 1):
         observations, _, dones, infos = plant_vec_env.step(actions)
-        assert not dones.any()
+        assert isinstance(observations, np.ndarray) and not dones.any()
     x = observations[:, 0]
     assert x[0] > 0.3 and x[1] < -0.3 and abs(x[2]) < 1e-6  # the plants started at 0
     assert np.allclose(observations[:, 1], actions[:, 0])  # the input in effect is the one sent
@@ -65,7 +65,7 @@ def test_finished_episodes_reset_at_once_following_sb3_conventions(plant_vec_env
     for _ in range(EPISODE_STEPS - 1):
         plant_vec_env.step(actions)
     observations, _, dones, infos = plant_vec_env.step(actions)
-    assert dones.all()
+    assert isinstance(observations, np.ndarray) and dones.all()
     for index, info in enumerate(infos):
         assert info["TimeLimit.truncated"] is True
         terminal = info["terminal_observation"]

@@ -27,7 +27,7 @@ class FaultyAgent(FirstOrderPlantAgent):
     def _due(self, hook: str) -> bool:
         episode = self.protocol.episode
         due = not self._failed and self.fail_hook == hook and episode is not None
-        due = due and episode.steps == self.fail_at_step
+        due = due and episode is not None and episode.steps == self.fail_at_step
         if due:
             self._failed = True
         return due

@@ -40,6 +40,7 @@ def test_a_new_action_never_changes_what_was_sent_up_to_the_horizon() -> None:
     c.start(panda.HOME, 0)
     c.act(np.array([1.0, 0.0, 0.0]))
     commands = [c.command(k * PERIOD) for k in range(15)]
+    assert commands[-1] is not None
     promised = sent_at(commands[-1])
     c.act(np.array([-1.0, 0.0, 0.0]))  # a change of course arrives between ticks
     following = c.command(15 * PERIOD)
@@ -300,6 +301,7 @@ def test_reusing_the_lookahead_plans_exactly_what_planning_afresh_does(mode: str
         assert mine.times_ns == theirs.times_ns, tick
         for (q1, v1), (q2, v2) in zip(mine.points, theirs.points, strict=True):
             assert np.array_equal(q1, q2) and np.array_equal(v1, v2), tick
+    assert reusing.motion is not None and afresh.motion is not None
     assert reusing.motion.guard_brakes == afresh.motion.guard_brakes
 
 

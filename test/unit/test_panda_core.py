@@ -3,6 +3,8 @@ follower: pure numpy (and MuJoCo for the model check), no ROS."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
@@ -345,7 +347,7 @@ def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not
 
     assert lowest_excess(posture, start_pose) > 0.05  # straight there: the hand 9 cm out
     route = plan_joint_route(posture, start_pose, limits, box, kinematics)
-    assert len(route) > 1
+    assert route is not None and len(route) > 1
     np.testing.assert_array_equal(route[-1], start_pose)
     for start, end in zip([posture, *route], route, strict=False):
         assert lowest_excess(start, end) == 0.0
@@ -404,3 +406,19 @@ def test_every_reference_step_is_one_of_constant_acceleration(seed: int, mode: s
         q0, v0 = motion.q.copy(), motion.v.copy()
         q1, v1 = motion.step(dt)
         np.testing.assert_allclose(q1 - q0, 0.5 * (v0 + v1) * dt, atol=1e-12)
+
+
+def test_the_real_arms_controller_is_configured_as_the_mock_models_it() -> None:
+    """The mock starts a new trajectory from the commanded state (interpolate_from
+    "desired"); the real joint_trajectory_controller does so only with the setting
+    panda_agent.launch.py gives its spawner. Streaming from the measured state instead
+    demands accelerations far beyond the limits (docs/timing.md)."""
+    import yaml
+
+    from spin_decoupler_ros.tools.paths import find_config
+
+    settings = yaml.safe_load(find_config("panda_jtc.yaml", package="franka_agent").read_text())
+    assert settings["/**"]["ros__parameters"]["open_loop_control"] is True
+    assert PandaSim().interpolate_from == "desired"
+    launch_text = (Path(__file__).resolve().parents[2] / "launch" / "panda_agent.launch.py").read_text()
+    assert '"--param-file"' in launch_text and '"panda_jtc.yaml"' in launch_text

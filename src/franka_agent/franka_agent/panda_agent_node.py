@@ -29,6 +29,7 @@ Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, o
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -77,8 +78,9 @@ class PandaAgent(AgentNode):
         self._clock_reader = LatestMessage(self, Clock, "/clock") if self.get_parameter("use_sim_time").value else None
         self._newest_clock_ns = 0
         self._state_stamp_ns = 0  # the time the latest joint state refers to (its stamp)
-        self._last_command_wall = 0.0  # monotonic time of the last tick that commanded
-        self._quiet_until = 0.0
+        self._quiet_until = 0.0  # monotonic time until which nothing is sent (after a stall)
+        self._continued_at = 0.0  # monotonic time of the last SIGCONT
+        signal.signal(signal.SIGCONT, self._on_continued)
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
@@ -158,8 +160,7 @@ class PandaAgent(AgentNode):
         )
         lead_periods = lead_periods_for(command_lead, self.params.control_period_ns)
         self._command_lead_ns = lead_periods * self.params.control_period_ns
-        # A wall-time gap between ticks beyond half the lead is a stall (a frozen or starved
-        # process): what it read of the clock may be that old.
+        # A publish call that takes more than half the lead (wall) was interrupted by a stall.
         self._stall_wall_s = self._command_lead_ns / 2e9
         trajectory_points = declare_int(
             self, "trajectory_points", 3, "planned points per command, before the braking tail", low=2, high=50
@@ -223,6 +224,23 @@ class PandaAgent(AgentNode):
             )
         return self._q, self._dq
 
+    def _on_continued(self, signum: int, frame: object) -> None:
+        """SIGCONT: the process was stopped, and has just been continued."""
+        self._continued_at = time.monotonic()
+        self._quiet_until = self._continued_at + STALL_QUIET_S
+
+    def _catching_up(self) -> bool:
+        """Whether the node's clock lags the newest /clock heard by more than half the lead:
+        the process fell behind (starved, or just continued) and what it hears is still
+        arriving; if so, keep quiet a moment."""
+        if self._clock_reader is None:
+            return False
+        behind_ns = self._command_time_ns() - self.now_ns()
+        if behind_ns <= self._command_lead_ns // 2:
+            return False
+        self._quiet_until = time.monotonic() + STALL_QUIET_S
+        return True
+
     def _command_time_ns(self) -> int:
         """Now, for stamping a command: the node's clock, or the newest /clock that has
         arrived if that is ahead (see ``__init__``)."""
@@ -241,20 +259,17 @@ class PandaAgent(AgentNode):
 
         Lateness of up to the lead is what the commands are built for; the rest is here
         (test_panda.py::test_stalls_while_braking_while_resetting_and_between_steps_break_no_limit):
-        - after a stall of the agent (a wall-time gap between ticks), its clock and what
-          it has heard may be old (on simulated time the /clock backlog is still being
-          delivered): nothing is sent for a moment, while the last command's braking
-          tail carries the arm;
+        - after the agent was stopped (SIGCONT) or while its clock lags the newest /clock
+          it has heard (a starved process), what it reads may be old (the /clock backlog
+          is still being delivered): nothing is sent for a moment, while the last
+          command's braking tail carries the arm;
         - a command that got older than its lead while it was planned is not sent;
         - a command whose sending a stall interrupted may or may not have reached the
           joint controller: which of it and the one before the controller follows is
           read from the arm once the two have come to rest.
         """
-        wall = time.monotonic()
-        gap, self._last_command_wall = wall - self._last_command_wall, wall
-        if gap > self._stall_wall_s:
-            self._quiet_until = wall + STALL_QUIET_S
-        if wall < self._quiet_until:
+        started = time.monotonic()
+        if started < self._quiet_until or self._catching_up():
             return
         if self.controller.uncertain:
             q, dq = self._measured()
@@ -271,7 +286,7 @@ class PandaAgent(AgentNode):
             raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
         message = self._fill_message(command)
         late_ns = self._command_time_ns() - command.stamp_ns
-        if late_ns > self._command_lead_ns - self.params.control_period_ns // 2:
+        if self._continued_at > started or late_ns > self._command_lead_ns - self.params.control_period_ns // 2:
             self.controller.withdraw()
             self.get_logger().warning(
                 f"a command was {late_ns / 1e6:.1f} ms old before it could be sent (the agent stalled): "
@@ -281,7 +296,7 @@ class PandaAgent(AgentNode):
             return
         sending = time.monotonic()
         self._command_pub.publish(message)
-        if time.monotonic() - sending > self._stall_wall_s:
+        if self._continued_at > sending or time.monotonic() - sending > self._stall_wall_s:
             self.controller.mark_uncertain()
             self.get_logger().warning(
                 "the agent stalled while sending a command: which of it and the one before the controller "

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         plot_lat_histogram(steps.lats, client.rl_timestep, run_dir / "lat_histogram.png")
         lats = np.array(steps.lats)
-        results = {
+        results: dict[str, Any] = {
             "algorithm": algorithm,
             "total_timesteps": total_timesteps,
             "train_seconds": round(train_seconds, 1),

@@ -9,6 +9,7 @@ the node exits.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
@@ -117,7 +118,8 @@ def _declare(
     descriptor: ParameterDescriptor,
     expected: str,
     out_of_range: str = "",
-) -> object:
+) -> Any:
+    """The parameter's value as declared (its type follows ``default``)."""
     try:
         return node.declare_parameter(name, default, descriptor).value
     except InvalidParameterTypeException as exc:

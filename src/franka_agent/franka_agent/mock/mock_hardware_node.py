@@ -153,12 +153,12 @@ class MockPandaHardware(Node):
         # (joint_state_publisher, 30 Hz on the robot).
         # No per-endpoint QoS event handlers: each is one more waitable on every spin of a
         # node that spins thousands of times a second (mismatches still fail to connect).
-        quiet = {"event_callbacks": PublisherEventCallbacks(use_default_callbacks=False)}
-        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10, **quiet)
-        self._joint_states = self.create_publisher(JointState, "/joint_states", 10, **quiet)
-        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10, **quiet)
-        self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED, **quiet)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10, **quiet)
+        quiet = PublisherEventCallbacks(use_default_callbacks=False)
+        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10, event_callbacks=quiet)
+        self._joint_states = self.create_publisher(JointState, "/joint_states", 10, event_callbacks=quiet)
+        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10, event_callbacks=quiet)
+        self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED, event_callbacks=quiet)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10, event_callbacks=quiet)
         self._command_sub = self.create_subscription(
             JointTrajectory,
             COMMAND_TOPIC,
@@ -345,7 +345,8 @@ class MockPandaHardware(Node):
             # sending cannot help it. Counted apart.
             self.refused += 1
             self.get_logger().error(
-                f"refused a trajectory that ends in the past: stamped {arrival['late_ns'] / 1e6:.1f} ms ago"
+                f"refused a trajectory that ends in the past: stamped {(self.sim.time_ns - (start_ns or 0)) / 1e6:.1f} "
+                "ms ago"
             )
             self._record({"text": "refused: it ends in the past", "kind": "refused", "trajectory": arrival})
             return

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
+from rclpy.clock import ROSClock
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -265,6 +266,8 @@ class AgentNode(Node):
         self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
         self._request_realtime(self.params.realtime_priority)
         self._ready_logged = False
+        clock = self.get_clock()
+        self._on_simulated_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
 
     # -- hooks for subclasses ---------------------------------------------------------
 
@@ -347,7 +350,7 @@ class AgentNode(Node):
             )
         now = self.now_ns()
         self._tick_monitor.on_tick(now)
-        if not self.get_clock().ros_time_is_active:
+        if not self._on_simulated_time:
             # On wall time, how late this tick ran (the timer already counts from its next
             # due time). On simulated time a tick runs when /clock reaches it: nothing to learn.
             until_next = self._control_timer.time_until_next_call()

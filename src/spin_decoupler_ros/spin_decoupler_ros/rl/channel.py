@@ -118,7 +118,7 @@ class AgentChannel:
         self.status: AgentStatus | None = None
         self.spec: ActionSpec | None = None
         self.offsets = ClockOffsetEstimator()
-        self._action_client = ActionClient(node, Episode, join_name(agent_namespace, "episode"))
+        self._action_client: ActionClient = ActionClient(node, Episode, join_name(agent_namespace, "episode"))
         self._command_pub = node.create_publisher(StepCommand, join_name(agent_namespace, "step_command"), COMMAND_QOS)
         self._description_sub = node.create_subscription(
             AgentDescription, join_name(agent_namespace, "description"), self._on_description, LATCHED_QOS
@@ -174,7 +174,7 @@ class AgentChannel:
     def waiting(self) -> bool:
         return self._waiting is not _Waiting.NOTHING
 
-    def send_reset(self, seed: int | None = None, options: Sequence[float] = ()) -> None:
+    def send_reset(self, seed: int | None = None, options: Sequence[float] | np.ndarray = ()) -> None:
         """Start a new episode: the running one, if any, is replaced by the agent."""
         self._forget_episode()
         goal = Episode.Goal(client_id=self.client_id, has_seed=seed is not None, seed=int(seed or 0))
@@ -197,6 +197,7 @@ class AgentChannel:
         self._seq += 1
         now = self._now_ns()
         msg = StepCommand(kind=StepCommand.STEP, seq=self._seq)
+        assert self._episode_uuid is not None  # (an episode runs: checked above)
         msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
         msg.action = float64_field(checked)
         msg.duration = ns_to_duration(seconds_to_ns(duration or 0.0))
@@ -250,7 +251,8 @@ class AgentChannel:
     def _on_goal_response(self, future: Future) -> None:
         if future is not self._goal_future:
             return  # a reset we have since replaced
-        goal_handle: ClientGoalHandle = future.result()
+        goal_handle = future.result()
+        assert isinstance(goal_handle, ClientGoalHandle)
         if not goal_handle.accepted:
             reason = self._rejection_reason()
             self._fail(AgentBusyError(f"agent {self.agent_name} refused the episode: {reason}"))
@@ -315,6 +317,7 @@ class AgentChannel:
         if future is not self._result_future:
             return
         response = future.result()
+        assert response is not None
         result: Episode.Result = response.result
         self._episode_uuid = None
         ended_normally = response.status == GoalStatus.STATUS_SUCCEEDED and result.outcome in (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -71,7 +71,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     :param client_options: keyword arguments for RLClient (timeouts, executor, ...).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    # An instance attribute in Gymnasium's Env, so not a ClassVar here.
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
     def __init__(
         self,

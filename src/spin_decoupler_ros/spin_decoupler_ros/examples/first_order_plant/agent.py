@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class FirstOrderPlantAgent(AgentNode):
     episode's seed, unless the reset options give x0 as their first element.
     """
 
-    def __init__(self, **node_kwargs: object) -> None:
+    def __init__(self, **node_kwargs: Any) -> None:
         super().__init__(
             "first_order_plant_agent",
             action_low=[-1.0],
