@@ -44,10 +44,11 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_result(name: str, result: dict[str, Any]) -> Path:
+def write_result(name: str, result: dict[str, Any], quiet: bool = False) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     result = {**result, "machine": machine()}
     path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path}")
+    if not quiet:
+        print(f"wrote {path}")
     return path

@@ -14,12 +14,14 @@ each here (--fuzz-steps, 150; 1500 in the suite), so a run takes a minute and a 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +101,22 @@ def run_once(tests: tuple[str, ...], fuzz_steps: int) -> tuple[dict[str, str | N
         return outcomes, seconds
 
 
-def run_column(column: str, runs: int, tests: tuple[str, ...], fuzz_steps: int) -> dict[str, Any]:
-    failures: dict[str, int] = {}
-    texts: list[dict[str, Any]] = []
-    seconds: list[float] = []
+def run_column(
+    column: str, runs: int, tests: tuple[str, ...], fuzz_steps: int, report: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """``runs`` runs of ``tests``; ``report`` gets the column's figures after each run."""
+    outcome: dict[str, Any] = {"runs_done": 0, "failures": {}, "failure_texts": [], "seconds_per_run": []}
     hog = start_hog() if column == "busy_core" else None
     try:
         for run in range(runs):
             outcomes, took = run_once(tests, fuzz_steps)
-            seconds.append(round(took, 1))
+            outcome["seconds_per_run"].append(round(took, 1))
             for test, failure in outcomes.items():
-                failures[test] = failures.get(test, 0) + (failure is not None)
+                outcome["failures"][test] = outcome["failures"].get(test, 0) + (failure is not None)
                 if failure is not None:
-                    texts.append({"run": run, "test": test, "failure": failure})
+                    outcome["failure_texts"].append({"run": run, "test": test, "failure": failure})
+            outcome["runs_done"] = run + 1
+            report(outcome)
             failed = sum(failure is not None for failure in outcomes.values())
             print(
                 f"[stress] {column} run {run + 1}/{runs}: {len(outcomes)} tests, {failed} failed, {took:.0f} s",
@@ -121,10 +126,11 @@ def run_column(column: str, runs: int, tests: tuple[str, ...], fuzz_steps: int) 
         if hog is not None:
             hog.kill()
             hog.wait()
-    return {"failures": failures, "failure_texts": texts, "seconds_per_run": seconds}
+    return outcome
 
 
 def main() -> int:
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress as it comes
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--columns", default=",".join(COLUMNS), help="idle, busy_core or both")
@@ -135,14 +141,16 @@ def main() -> int:
     unknown = set(columns) - set(COLUMNS)
     if unknown:
         parser.error(f"unknown columns {sorted(unknown)}: choose from {COLUMNS}")
-    result: dict[str, Any] = {"runs": args.runs, "fuzz_steps": args.fuzz_steps, "tests": args.tests}
-    details: dict[str, Any] = {}
-    for column in columns:
-        outcome = run_column(column, args.runs, tuple(args.tests), args.fuzz_steps)
+    result: dict[str, Any] = {"runs": args.runs, "fuzz_steps": args.fuzz_steps, "tests": args.tests, "details": {}}
+
+    def report(column: str, outcome: dict[str, Any]) -> None:
+        """Written after every run, so an interrupted gate keeps what it measured."""
         result[column] = outcome["failures"]
-        details[column] = {key: outcome[key] for key in ("failure_texts", "seconds_per_run")}
-    result["details"] = details
-    write_result("stress", result)
+        result["details"][column] = {key: outcome[key] for key in ("runs_done", "failure_texts", "seconds_per_run")}
+        write_result("stress", result, quiet=True)
+
+    for column in columns:
+        run_column(column, args.runs, tuple(args.tests), args.fuzz_steps, functools.partial(report, column))
     failed = sum(sum(result[column].values()) for column in columns)
     print(f"[stress] {failed} failures in {len(columns)} x {args.runs} runs")
     return 1 if failed else 0

@@ -3,9 +3,12 @@
 What the agent sees is what franka_ros2 v0.1.0 gives it on the real robot:
 
 - ``/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory):
-  a new message replaces the current trajectory, which is interpolated from the
-  controller's current desired state (cubic Hermite through points with velocities)
-  and tracked by a joint PD with franka_ros2's gains, at the physics rate (1 kHz),
+  what joint_trajectory_controller does with it (``core/trajectory.py``, from
+  ros2_controllers 2.23.0 and 4.42.1): refused if it ends in the past; at the update it
+  arrives at, it replaces the current trajectory, from the commanded state
+  (``interpolate_from``; ``config/panda_jtc.yaml`` sets the real controller up so)
+  through its points (cubic Hermite), jumping onto its own segment if its first points
+  are past; tracked by a joint PD with franka_ros2's gains at the physics rate (1 kHz),
   on an arm whose gravity is compensated like the real one's; a trajectory that ends
   moving is refused, as joint_trajectory_controller does by default since Jazzy
   (``allow_nonzero_velocity_at_trajectory_end``);
@@ -21,9 +24,10 @@ command then arrives before the arm needs it, as on the real robot where the
 controller's clock is the wall's. If commands stop for ``lockstep_timeout`` wall
 seconds, time runs on regardless, as it does for a real arm.
 
-It checks every command it receives against the Panda's position, velocity and
-acceleration limits and the workspace box, counts violations on
-``~/limit_violations`` (latched) and reports on ``/diagnostics``.
+It checks the desired state it commands at every update against the Panda's position,
+velocity and acceleration limits, and every commanded point against the workspace box,
+counts violations on ``~/limit_violations`` (latched; ``violation_log`` records each
+with the command's stamp and arrival) and reports on ``/diagnostics``.
 """
 
 from __future__ import annotations
