@@ -53,6 +53,7 @@ from spin_decoupler_ros.params import declare_float, declare_float_list, declare
 STATE_QOS = sensor_qos(depth=8)  # a few kept, should other joints share the topic
 # Wall seconds without commands after a stall, while what the agent hears catches up.
 STALL_QUIET_S = 0.02
+STALL_QUIET_MAX_S = 0.2
 OBSERVATION_NAMES = (
     *(f"q{i}" for i in range(1, 8)),
     *(f"dq{i}" for i in range(1, 8)),
@@ -80,12 +81,18 @@ class PandaAgent(AgentNode):
         self._state_stamp_ns = 0  # the time the latest joint state refers to (its stamp)
         self._quiet_until = 0.0  # monotonic time until which nothing is sent (after a stall)
         self._continued_at = 0.0  # monotonic time of the last SIGCONT
+        # The simulated clock's pace against the wall (s/s) and the last tick's (wall, newest
+        # clock): after a stop, how far the clock should have got, to tell a stale reading.
+        self._clock_pace = 0.0
+        self._last_tick: tuple[float, int] | None = None
+        self._stopped_at: tuple[float, int] | None = None
         signal.signal(signal.SIGCONT, self._on_continued)
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
         deserialize_message(serialize_message(JointState()), JointState)
+        deserialize_message(serialize_message(Clock()), Clock)
         # High-rate state (1 kHz on the robot), best effort: never spun, the newest of the
         # arm's is taken and decoded when a tick needs it (a callback per message cost the
         # loop more than its ticks did); a few kept, should other joints share the topic.
@@ -228,6 +235,35 @@ class PandaAgent(AgentNode):
         """SIGCONT: the process was stopped, and has just been continued."""
         self._continued_at = time.monotonic()
         self._quiet_until = self._continued_at + STALL_QUIET_S
+        self._stopped_at = self._last_tick
+
+    def _stale_after_stop(self, wall: float, clock_ns: int) -> bool:
+        """After a stop (SIGCONT), whether the newest /clock is still short of where the
+        clock, at its pace before the stop, should be by now: what the process hears is
+        still the backlog from the stop (delivered oldest first). At most
+        STALL_QUIET_MAX_S (a clock that waits for the agent, as the lockstep mock does,
+        never gets there)."""
+        if self._stopped_at is None or self._clock_reader is None:
+            return False
+        if wall - self._continued_at > STALL_QUIET_MAX_S:
+            self._stopped_at = None
+            return False
+        stop_wall, stop_clock_ns = self._stopped_at
+        expected_ns = stop_clock_ns + self._clock_pace * (wall - stop_wall) * 1e9
+        if clock_ns < expected_ns - self._command_lead_ns / 2:
+            return True
+        self._stopped_at = None
+        return False
+
+    def _note_tick(self, wall: float, clock_ns: int) -> None:
+        """Learn the clock's pace from ticks that no stop separates. (A stall of this
+        process without a stop looks the same from inside, but so does a clock that waits
+        for the agent, as the lockstep mock does: only a SIGCONT says which.)"""
+        last, self._last_tick = self._last_tick, (wall, clock_ns)
+        if last is None or self._stopped_at is not None or self._continued_at > last[0] or wall - last[0] < 1e-3:
+            return
+        pace = (clock_ns - last[1]) / 1e9 / (wall - last[0])
+        self._clock_pace += 0.1 * (min(max(pace, 0.0), 100.0) - self._clock_pace)
 
     def _catching_up(self) -> bool:
         """Whether the node's clock lags the newest /clock heard by more than half the lead:
@@ -269,6 +305,11 @@ class PandaAgent(AgentNode):
           read from the arm once the two have come to rest.
         """
         started = time.monotonic()
+        if self._clock_reader is not None:
+            now_ns = self._command_time_ns()
+            self._note_tick(started, now_ns)
+            if self._stale_after_stop(started, now_ns):
+                return
         if started < self._quiet_until or self._catching_up():
             return
         if self.controller.uncertain:
@@ -296,7 +337,7 @@ class PandaAgent(AgentNode):
             return
         sending = time.monotonic()
         self._command_pub.publish(message)
-        if self._continued_at > sending or time.monotonic() - sending > self._stall_wall_s:
+        if self._continued_at > started or time.monotonic() - sending > self._stall_wall_s:
             self.controller.mark_uncertain()
             self.get_logger().warning(
                 "the agent stalled while sending a command: which of it and the one before the controller "
