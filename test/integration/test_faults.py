@@ -262,7 +262,9 @@ def test_agent_holds_when_the_rl_side_dies_or_stalls_and_takes_a_new_client(
         silenced = time.monotonic()
         status = observer.status_mentioning("(watchdog): holding position")
         assert status is not None and status.state == AgentStatus.HOLDING
-        assert time.monotonic() - silenced < 0.5 + 1.0  # watchdog 0.5 s, and the news takes a moment
+        # The watchdog (0.5 s) fired, and not much later than that (how much later is the
+        # machine's: a test asserts no tighter bound than a hang's).
+        assert time.monotonic() - silenced < 0.5 + 10.0
         # A new client takes over; the plant holds (u = 0: x relaxes towards 0).
         with RLClient(connect_timeout=20) as client:
             start = client.reset(seed=3)
