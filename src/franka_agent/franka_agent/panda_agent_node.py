@@ -54,6 +54,9 @@ STATE_QOS = sensor_qos(depth=8)  # a few kept, should other joints share the top
 # Wall seconds without commands after a stall, while what the agent hears catches up.
 STALL_QUIET_S = 0.02
 STALL_QUIET_MAX_S = 0.2
+# After a stop, at least this long: the first command sent right after a 1 s stop once
+# took 100 ms to reach the controller (DDS catching up), several times the lead.
+STOPPED_QUIET_S = 0.15
 OBSERVATION_NAMES = (
     *(f"q{i}" for i in range(1, 8)),
     *(f"dq{i}" for i in range(1, 8)),
@@ -234,7 +237,7 @@ class PandaAgent(AgentNode):
     def _on_continued(self, signum: int, frame: object) -> None:
         """SIGCONT: the process was stopped, and has just been continued."""
         self._continued_at = time.monotonic()
-        self._quiet_until = self._continued_at + STALL_QUIET_S
+        self._quiet_until = self._continued_at + STOPPED_QUIET_S
         self._stopped_at = self._last_tick
 
     def _stale_after_stop(self, wall: float, clock_ns: int) -> bool:
