@@ -268,16 +268,15 @@ class PandaAgent(AgentNode):
         pace = (clock_ns - last[1]) / 1e9 / (wall - last[0])
         self._clock_pace += 0.1 * (min(max(pace, 0.0), 100.0) - self._clock_pace)
 
-    def _catching_up(self) -> bool:
+    def _catching_up(self, wall: float, now_ns: int) -> bool:
         """Whether the node's clock lags the newest /clock heard by more than half the lead:
         the process fell behind (starved, or just continued) and what it hears is still
         arriving; if so, keep quiet a moment."""
         if self._clock_reader is None:
             return False
-        behind_ns = self._command_time_ns() - self.now_ns()
-        if behind_ns <= self._command_lead_ns // 2:
+        if now_ns - self.now_ns() <= self._command_lead_ns // 2:
             return False
-        self._quiet_until = time.monotonic() + STALL_QUIET_S
+        self._quiet_until = wall + STALL_QUIET_S
         return True
 
     def _command_time_ns(self) -> int:
@@ -308,18 +307,18 @@ class PandaAgent(AgentNode):
           read from the arm once the two have come to rest.
         """
         started = time.monotonic()
+        now_ns = self._command_time_ns()  # (read again before sending: planning takes time)
         if self._clock_reader is not None:
-            now_ns = self._command_time_ns()
             self._note_tick(started, now_ns)
             if self._stale_after_stop(started, now_ns):
                 return
-        if started < self._quiet_until or self._catching_up():
+        if started < self._quiet_until or self._catching_up(started, now_ns):
             return
         if self.controller.uncertain:
             q, dq = self._measured()
             if not self.controller.settle_uncertainty(q, dq, self._state_stamp_ns):
                 return  # not told apart yet: the controller goes on with whichever it has
-        command = self.controller.command(self._command_time_ns())
+        command = self.controller.command(now_ns)
         if command is None:
             return  # nothing measured yet: the joint controller holds the arm where it is
         if not all(np.isfinite(q).all() and np.isfinite(v).all() for q, v in command.points):
