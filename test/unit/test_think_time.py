@@ -158,6 +158,7 @@ def test_a_simulated_world_waits_where_the_model_says_and_the_action_starts_ther
         assert until is not None and (until - ato) % PERIOD == 0
         assert abs((until - ato) - think * 1e9) <= PERIOD / 2  # the nearest whole period
         assert gate.may_run(until - 1) and not gate.may_run(until)
+        assert not gate.may_start(until - 1) and gate.may_start(until)
         arrival = ato + delay
         start = gate.start_ns(arrival)
         assert start == max(arrival, until)  # early: it waits for the instant; late: at once
@@ -185,7 +186,7 @@ def test_a_new_episode_restarts_the_think_times_from_its_seed() -> None:
     model = TimingModel.parse("lognormal:0.05,0.5")
     gate = WorldGate(model, PERIOD)
 
-    def first_three(seed: int) -> list[int | None]:
+    def first_three(seed: int | None) -> list[int | None]:
         gate.new_episode(seed)
         waits = []
         for _ in range(3):
@@ -194,3 +195,9 @@ def test_a_new_episode_restarts_the_think_times_from_its_seed() -> None:
         return waits
 
     assert first_three(11) == first_three(11) != first_three(12)
+    waits = []
+    for seed in (11, None, None):  # seeded once, as SB3 does: draws go on across episodes
+        gate.new_episode(seed)
+        gate.observed(0)
+        waits.append(gate.waits_from_ns)
+    assert waits == first_three(11)

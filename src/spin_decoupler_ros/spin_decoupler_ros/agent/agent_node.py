@@ -20,9 +20,11 @@ Subclasses implement the hooks (``build_observation``, ``apply_action``,
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -45,6 +47,7 @@ from spin_decoupler_ros.conversions import (
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
 from spin_decoupler_ros.core.spaces import ActionSpec
+from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
 from spin_decoupler_ros.core.timing import TickMonitor, WakeLatency, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import ExitRequested
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
@@ -60,6 +63,9 @@ LATCHED_QOS = QoSProfile(
 )
 # Timing records are for logs; a slow logger must not stall the agent.
 TIMING_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+# A self-clocked agent simulates ticks back to back for at most this long (wall) per
+# callback, so commands, cancels and goals are taken in between.
+SIMULATION_SLICE_S = 0.002
 
 _OUTCOME_NAMES = {
     Episode.Result.ENDED: "ENDED",
@@ -103,6 +109,7 @@ class AgentParameters:
     exit_on_finish: bool
     realtime_priority: int
     period_log: str
+    timing_model: TimingModel
 
 
 def rephase_timer(timer: Timer, period_ns: int, lead_ns: int) -> None:
@@ -149,7 +156,19 @@ def declare_agent_parameters(node: Node) -> AgentParameters:
         raise ParameterError(
             f"parameter 'max_step_duration' = {max_duration:g} s is below rl_timestep ({rl_timestep:g} s)"
         )
+    model_text = declare_str(
+        node,
+        "timing_model",
+        "wall",
+        "how long the world runs on while the learner thinks: none, fixed:<s>, lognormal:<median>,<p99>, "
+        "replay:<steps.csv> or wall (docs/time_models.md)",
+    )
+    try:
+        timing_model = TimingModel.parse(model_text)
+    except ParameterError as error:
+        raise ParameterError(f"parameter 'timing_model': {error}") from None
     return AgentParameters(
+        timing_model=timing_model,
         rl_timestep_ns=seconds_to_ns(rl_timestep),
         control_period_ns=seconds_to_ns(period),
         watchdog_ns=seconds_to_ns(watchdog),
@@ -189,7 +208,15 @@ class AgentNode(Node):
     :param observation_size: length of what ``build_observation`` returns.
     :param observation_names: optional names of the observation elements.
     :param agent_type: a label published in the description (defaults to the class name).
+
+    Under a ``timing_model`` other than ``wall`` the world runs on for a think time the
+    model draws, not the machine's (docs/time_models.md). An agent whose plant lives in
+    the node sets ``simulates_its_plant``: it then keeps its own clock, ticking back to
+    back while the world runs and idle while it waits for the learner. Any other agent
+    refuses such a model: a real robot's time is what it is.
     """
+
+    simulates_its_plant: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -204,6 +231,23 @@ class AgentNode(Node):
     ) -> None:
         super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
         self.params = declare_agent_parameters(self)
+        clock = self.get_clock()
+        self._on_simulated_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
+        model = self.params.timing_model
+        self._self_clocked = model.simulated
+        if self._self_clocked and not (self.simulates_its_plant and not self._on_simulated_time):
+            where = (
+                "on /clock (use_sim_time): not supported yet for an agent on a simulator's clock"
+                if self._on_simulated_time
+                else "on wall time against a plant it does not simulate: a real robot's time is what it is"
+            )
+            raise ParameterError(
+                f"parameter 'timing_model' = '{model.describe()}' is refused: {type(self).__name__} runs {where}; "
+                "use 'wall' (docs/time_models.md)"
+            )
+        self._world = WorldGate(model, self.params.control_period_ns)
+        self._simulated_now_ns = 0  # a self-clocked agent's time: its next tick
+        self._waiting_command: StepCommand | None = None  # arrived while the world runs on
         if action_low is not None and action_high is not None and observation_size is not None:
             spaces = AgentSpaces(action_low, action_high, observation_size, observation_names)
         else:
@@ -249,7 +293,12 @@ class AgentNode(Node):
             # need not linger; fewer retained goals keep status messages small.
             result_timeout=5,
         )
-        self._control_timer = self.create_timer(ns_to_seconds(self.params.control_period_ns), self._on_control_timer)
+        # A self-clocked agent's timer fires back to back while its world runs, and is
+        # cancelled while the world waits (nothing to simulate: the CPU is the learner's).
+        timer_period = 0.0 if self._self_clocked else ns_to_seconds(self.params.control_period_ns)
+        self._control_timer = self.create_timer(timer_period, self._on_control_timer)
+        if self._self_clocked:
+            self._control_timer.cancel()
 
         self._description_pub.publish(
             AgentDescription(
@@ -266,8 +315,8 @@ class AgentNode(Node):
         self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
         self._request_realtime(self.params.realtime_priority)
         self._ready_logged = False
-        clock = self.get_clock()
-        self._on_simulated_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
+        if self._self_clocked:
+            self._log_ready()
 
     # -- hooks for subclasses ---------------------------------------------------------
 
@@ -324,6 +373,9 @@ class AgentNode(Node):
         return self._protocol.spec
 
     def now_ns(self) -> int:
+        """The agent's time: its clock's, or a self-clocked agent's simulated time."""
+        if self._self_clocked:
+            return self._simulated_now_ns
         return self.get_clock().now().nanoseconds
 
     def control_periods(self) -> np.ndarray:
@@ -338,16 +390,23 @@ class AgentNode(Node):
 
     # -- the control loop ---------------------------------------------------------------
 
+    def _log_ready(self) -> None:
+        self._ready_logged = True
+        spec = self._protocol.spec
+        self.get_logger().info(
+            f"agent ready: action size {spec.size}, observation size {self.observation_size}, "
+            f"rl_timestep {ns_to_seconds(self.params.rl_timestep_ns):g} s, "
+            f"control period {ns_to_seconds(self.params.control_period_ns) * 1e3:g} ms, "
+            f"watchdog {ns_to_seconds(self.params.watchdog_ns):g} s, "
+            f"timing model {self.params.timing_model.describe()}"
+        )
+
     def _on_control_timer(self) -> None:
+        if self._self_clocked:
+            self._simulate()
+            return
         if not self._ready_logged:  # said from the loop itself: ready means running
-            self._ready_logged = True
-            spec = self._protocol.spec
-            self.get_logger().info(
-                f"agent ready: action size {spec.size}, observation size {self.observation_size}, "
-                f"rl_timestep {ns_to_seconds(self.params.rl_timestep_ns):g} s, "
-                f"control period {ns_to_seconds(self.params.control_period_ns) * 1e3:g} ms, "
-                f"watchdog {ns_to_seconds(self.params.watchdog_ns):g} s"
-            )
+            self._log_ready()
         now = self.now_ns()
         self._tick_monitor.on_tick(now)
         if not self._on_simulated_time:
@@ -358,23 +417,57 @@ class AgentNode(Node):
                 self._wake_latency.on_tick(self.params.control_period_ns - until_next)
         self._control_step(now)
 
-    def _control_step(self, now: int) -> None:
+    def _simulate(self) -> None:
+        """A self-clocked agent's ticks, back to back while its world runs (for one slice
+        of wall time at most); the timer stops when the world waits."""
+        period = self.params.control_period_ns
+        slice_end = time.monotonic() + SIMULATION_SLICE_S
+        while True:
+            now = self._simulated_now_ns
+            self._tick_monitor.on_tick(now)
+            if not self._control_step(now):
+                self._control_timer.cancel()
+                return
+            self._simulated_now_ns = now + period
+            if time.monotonic() >= slice_end:
+                return
+
+    def _resume_world(self) -> None:
+        if self._self_clocked and self._control_timer.is_canceled():
+            self._control_timer.reset()
+
+    def _control_step(self, now: int) -> bool:
+        """One control tick at ``now``; False when the world waits there for the learner
+        (nothing was applied: the tick is to be run again when it may go on)."""
         protocol = self._protocol
+        command = self._waiting_command
+        if command is not None and self._world.may_start(now):
+            self._waiting_command = None
+            self._begin_step(command, now)  # applies the new action for this tick
+            return True
         if protocol.state is AgentState.AFTER_RESET:
             # The reset hook drives the plant until it reports done.
             done = self._call_hook("reset_done", self.reset_done)
             if done:
                 self._send_reset_observation(now)
-            return
+                return self._world.may_run(now)
+            return True
+        if self._self_clocked and protocol.state is AgentState.IDLE:
+            return False  # no episode: a paused simulation holds
         event = protocol.on_tick(now)
         observed = False
         if event is TickEvent.OBSERVE:
             observed = self._send_step_observation(now)  # first: the RL side is waiting for it
+            if observed:
+                self._world.observed(now)
         elif event is TickEvent.WATCHDOG:
             self._on_watchdog(now)
-        self._apply_current()
+        runs = self._world.may_run(now) or protocol.state is AgentState.EXECUTING
+        if runs:
+            self._apply_current()
         if observed:
             self._publish_timing(now)
+        return runs
 
     def _apply_current(self) -> None:
         action = self._protocol.active_action
@@ -437,6 +530,7 @@ class AgentNode(Node):
         if obs is None or handle is None:
             return
         self._protocol.reset_observed(now)
+        self._world.observed(now)
         self._tick_monitor.start_step()
         self._publish_answer(
             handle, 0, obs, None, now, lat_ns=0, hold_ns=0, duration_ns=0, received_ns=handle.received_ns
@@ -526,16 +620,31 @@ class AgentNode(Node):
         now = self.now_ns()
         episode_id = bytes(msg.episode_id.uuid)
         if msg.kind == StepCommand.STEP:
-            try:
-                step = self._protocol.start_step(episode_id, msg.seq, msg.action, duration_to_ns(msg.duration), now)
-            except CommandRejected as exc:
-                self._reject_step(episode_id, msg.seq, str(exc))
-                return
-            self._start_step(step, now)
+            if self._world.may_start(now):
+                self._begin_step(msg, now)
+            elif self._waiting_command is not None:
+                waiting = self._waiting_command.seq
+                self._reject_step(episode_id, msg.seq, f"step {msg.seq} came while step {waiting} waits to start")
+            else:  # the world runs on for the think time the model drew; then it starts
+                self._waiting_command = msg
         elif msg.kind == StepCommand.FINISH:
+            self._waiting_command = None
             self._finish(episode_id)
         else:
             self._reject_step(episode_id, msg.seq, f"unknown command kind {msg.kind}: expected STEP (0) or FINISH (1)")
+
+    def _begin_step(self, msg: StepCommand, now: int) -> None:
+        episode_id = bytes(msg.episode_id.uuid)
+        try:
+            step = self._protocol.start_step(episode_id, msg.seq, msg.action, duration_to_ns(msg.duration), now)
+        except CommandRejected as exc:
+            self._reject_step(episode_id, msg.seq, str(exc))
+            return
+        self._world.start_ns(now)
+        self._start_step(step, now)
+        if self._self_clocked:  # the start applied the action for this tick's period
+            self._simulated_now_ns = now + self.params.control_period_ns
+        self._resume_world()
 
     def _start_step(self, step: StepStart, now: int) -> None:
         self._current_step = step
@@ -544,7 +653,9 @@ class AgentNode(Node):
             self._set_status(AgentStatus.RUNNING, "RL client is back: running", episode.client_id if episode else "")
         # The action starts now, not at the next tick: run a control step for it and
         # re-phase the timer so its ticks (and the observation) count from this instant.
-        rephase_timer(self._control_timer, self.params.control_period_ns, self._wake_latency.lead_ns)
+        # (A self-clocked agent's ticks fall on its own grid, where actions start.)
+        if not self._self_clocked:
+            rephase_timer(self._control_timer, self.params.control_period_ns, self._wake_latency.lead_ns)
         self._tick_monitor.on_tick(now, scheduled=False)
         self._call_hook("on_action_start", self.on_action_start, step.action)
         if self._protocol.state is AgentState.EXECUTING:  # not if the hook just failed
@@ -613,10 +724,13 @@ class AgentNode(Node):
                 "" if same_client else f"client went silent; '{goal.client_id}' took over",
             )
         self._current_step = None
+        self._waiting_command = None
         self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
         goal_handle.execute(self._execute_episode)
         self._set_status(AgentStatus.RUNNING, "episode running", goal.client_id)
         seed = int(goal.seed) if goal.has_seed else None
+        self._world.new_episode(seed)
+        self._resume_world()
         options = np.asarray(goal.reset_options, dtype=np.float64)
         self._call_hook("reset_workspace", self.reset_workspace, seed, options)
 

@@ -209,8 +209,11 @@ class WorldGate:
         self._until_ns: int | None = None
 
     def new_episode(self, seed: int | None) -> None:
-        """Think times restart from ``seed`` (the episode's), so a seeded run repeats."""
-        self._sampler = self.model.sampler(seed)
+        """A seeded episode restarts the think times from its seed; an unseeded one goes on
+        drawing where the last left off (as Gymnasium's reset does), so a run seeded once
+        repeats."""
+        if seed is not None:
+            self._sampler = self.model.sampler(seed)
         self._until_ns = None
 
     def observed(self, ato_ns: int) -> None:
@@ -231,6 +234,11 @@ class WorldGate:
     def may_run(self, now_ns: int) -> bool:
         """Whether the previous action may still advance the world at ``now_ns``."""
         return self._until_ns is None or now_ns < self._until_ns
+
+    def may_start(self, now_ns: int) -> bool:
+        """Whether an action arriving at ``now_ns`` starts at once (else it waits for
+        ``waits_from_ns``)."""
+        return self._until_ns is None or now_ns >= self._until_ns
 
     def start_ns(self, arrival_ns: int) -> int:
         """When an action that arrived at ``arrival_ns`` starts; then the world runs free

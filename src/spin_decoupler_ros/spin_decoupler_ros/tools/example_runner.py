@@ -31,13 +31,23 @@ def run_example(
     parser.add_argument("--namespace", default=namespace, help="namespace of both nodes")
     parser.add_argument("--run-dir", default=f"runs/{config_name.removesuffix('.yaml')}")
     parser.add_argument("--config", default=None, help=f"parameters YAML (default: config/{config_name})")
+    parser.add_argument(
+        "--timing-model",
+        default=None,
+        help="the agent's timing_model: none, fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv> or wall "
+        "(default: the config's; docs/time_models.md)",
+    )
     args = parser.parse_args(argv)
     config = Path(args.config) if args.config else find_config(config_name)
     run_dir = Path(args.run_dir)
 
     agent = NodeProcess(
         agent_module,
-        ros_args(namespace=args.namespace, params_files=[config]),
+        ros_args(
+            namespace=args.namespace,
+            params_files=[config],
+            params={} if args.timing_model is None else {"timing_model": args.timing_model},
+        ),
         log_path=run_dir / "agent.log",
         label=agent_label,
     )

@@ -29,6 +29,8 @@ class FirstOrderPlantAgent(AgentNode):
     episode's seed, unless the reset options give x0 as their first element.
     """
 
+    simulates_its_plant = True  # a timing model may pause and run it (docs/time_models.md)
+
     def __init__(self, **node_kwargs: Any) -> None:
         super().__init__(
             "first_order_plant_agent",
@@ -64,6 +66,12 @@ class FirstOrderPlantAgent(AgentNode):
         self._integrate()  # the old input acted until now
         self._held_at_reset = False
         self.u = float(action[0])
+
+    def safe_hold(self) -> None:
+        if self._held_at_reset:  # a reset's x0 stays until the first action (not a hold's u = 0)
+            self._integrate()
+            return
+        self.apply_action(self.null_action())
 
     def build_observation(self) -> np.ndarray:
         self._integrate()

@@ -27,6 +27,8 @@ class LunarLanderAgent(AgentNode):
     ``watchdog_timeout`` to decide how long a stalled learner lets the lander fly on.
     """
 
+    simulates_its_plant = True  # a timing model may pause and run it (docs/time_models.md)
+
     def __init__(self) -> None:
         super().__init__("lunar_lander_agent")
         self.plant = transport.LanderPlant()

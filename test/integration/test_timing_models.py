@@ -1,0 +1,96 @@
+"""Timing models on a self-clocked agent (the first-order plant process, over real DDS):
+the world runs on for the think time the model draws, not the machine's, so LAT, the
+durations and the observations are exact and a seeded run repeats."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import start_node
+
+from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.tools.processes import ProcessGroup
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+PANDA_AGENT = "franka_agent.panda_agent_node"
+TIMESTEP = 0.05
+PERIOD = 0.01
+TAU = 0.2
+GAIN = 2.0
+ACTIONS = [0.5, -0.3, 1.0, 0.0, -1.0, 0.7, 0.2, -0.6]
+
+
+def start_plant(processes: ProcessGroup, tmp_path: Path, model: str, namespace: str = "/timed") -> RLClient:
+    params = {"rl_timestep": TIMESTEP, "control_rate": 1 / PERIOD, "time_constant": TAU, "gain": GAIN}
+    start_node(processes, PLANT, tmp_path, namespace=namespace, params={**params, "timing_model": model})
+    return RLClient(namespace, connect_timeout=20, step_timeout_margin=1.0, reset_timeout=5.0)
+
+
+def relax(x: float, u: float, seconds: float) -> float:
+    """The plant's exact solution over ``seconds`` at input ``u``."""
+    target = GAIN * u
+    return target + (x - target) * math.exp(-seconds / TAU)
+
+
+def run_episode(client: RLClient, seed: int) -> list:  # type: ignore[type-arg]
+    answers = [client.reset(seed=seed)]
+    answers += [client.step([u]) for u in ACTIONS]
+    return answers
+
+
+@pytest.mark.parametrize("think", [0.0, 0.03])
+def test_the_world_runs_on_for_exactly_the_think_time_the_model_gives(
+    processes: ProcessGroup, tmp_path: Path, think: float
+) -> None:
+    model = "none" if think == 0.0 else f"fixed:{think}"
+    with start_plant(processes, tmp_path, model) as client:
+        answers = run_episode(client, seed=4)
+        client.finish()
+    x = answers[0].observation[0]
+    previous_u: float | None = None  # the plant keeps a reset's x0 until the first action
+    for answer, u, before in zip(answers[1:], ACTIONS, answers[:-1], strict=True):
+        assert answer.duration == pytest.approx(TIMESTEP, abs=1e-9)
+        assert answer.lat == pytest.approx(think + (before.duration if before.seq else 0.0), abs=1e-9)
+        assert answer.ato - before.ato == pytest.approx(think + TIMESTEP, abs=1e-9)
+        if previous_u is not None:
+            x = relax(x, previous_u, think)
+        x = relax(x, u, TIMESTEP)
+        assert answer.observation == pytest.approx([x, u], abs=1e-12)
+        previous_u = u
+
+
+def test_a_seeded_run_under_a_jittery_model_repeats_exactly(processes: ProcessGroup, tmp_path: Path) -> None:
+    with start_plant(processes, tmp_path, "lognormal:0.03,0.3") as client:
+        first = run_episode(client, seed=9)
+        other = run_episode(client, seed=10)
+        again = run_episode(client, seed=9)
+        client.finish()
+
+    def record(answers: list) -> list[tuple[float, ...]]:  # type: ignore[type-arg]
+        return [(*a.observation, a.lat, a.duration, round(a.ato - answers[0].ato, 9)) for a in answers]
+
+    assert record(first) == record(again)
+    lats = [a.lat for a in first[2:]]
+    assert len(set(np.round(lats, 9))) > 1  # the think times did vary
+    assert [a.lat for a in other[2:]] != lats  # and come from the seed
+    for lat in lats:  # whole control periods: the plant changes its input on a tick
+        assert lat / PERIOD == pytest.approx(round(lat / PERIOD), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("module", "params", "named"),
+    [
+        (PLANT, {"timing_model": "later"}, "parameter 'timing_model': timing model 'later': unknown kind"),
+        (PLANT, {"timing_model": "none", "use_sim_time": True}, "FirstOrderPlantAgent runs on /clock"),
+        (PANDA_AGENT, {"timing_model": "fixed:0.1"}, "PandaAgent runs on wall time against a plant"),
+    ],
+)
+def test_a_timing_model_the_agent_cannot_honour_is_refused_at_start(
+    processes: ProcessGroup, tmp_path: Path, module: str, params: dict[str, object], named: str
+) -> None:
+    agent = start_node(processes, module, tmp_path, params=params, ready_text=None)
+    assert agent.wait(timeout=20) == 2
+    assert named in agent.log_text()
