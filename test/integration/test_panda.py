@@ -33,6 +33,9 @@ from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
 MOCK = "franka_agent.mock.mock_hardware_node"
 AGENT = "franka_agent.panda_agent_node"
 CONFIG = find_config("panda_reach.yaml", package="franka_agent")
+# The free-running tests give the mock and the agent real-time priority, as a real arm's
+# controller and agent are deployed (README: The Franka Emika Panda), where allowed.
+REALTIME = int(os.environ.get("SPIN_DECOUPLER_TEST_REALTIME", "10"))
 TCP = slice(14, 17)
 
 
@@ -175,10 +178,12 @@ def free_running_panda(processes: ProcessGroup, tmp_path: Path) -> tuple[NodePro
     the agent does, recording every violation; and the agent. Returns the agent and the
     violation records' path."""
     violation_log = tmp_path / "violations.jsonl"
-    start_mock(processes, tmp_path, speed=1.0, lockstep=False, violation_log=str(violation_log))
+    start_mock(
+        processes, tmp_path, speed=1.0, lockstep=False, violation_log=str(violation_log), realtime_priority=REALTIME
+    )
     # (A state_timeout longer than the stalls: a stalled agent's last joint state is old
     # when it wakes, which can rightly fail the step; that is not what these test.)
-    return start_agent(processes, tmp_path, state_timeout=3.0), violation_log
+    return start_agent(processes, tmp_path, state_timeout=3.0, realtime_priority=REALTIME), violation_log
 
 
 def assert_no_violation(violation_log: Path) -> None:

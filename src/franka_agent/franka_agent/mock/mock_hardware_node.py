@@ -37,8 +37,11 @@ import json
 import math
 import sys
 import time
+from collections import deque
+from typing import Any
 
 import numpy as np
+import rclpy.subscription as rclpy_subscription
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
@@ -59,7 +62,8 @@ from franka_agent.core.motion import WorkspaceBox
 from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_FROM, PandaSim
 from franka_agent.core.trajectory import TrajectoryPoint
 from spin_decoupler_ros.node_runner import run_node
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_str
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.tools.realtime import request_realtime
 
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 MAX_CATCH_UP = 0.02  # s of simulated time
@@ -102,6 +106,15 @@ class MockPandaHardware(Node):
             low=0.001,
             high=60.0,
         )
+        self.realtime_priority = declare_int(
+            self,
+            "realtime_priority",
+            0,
+            "SCHED_FIFO priority for the mock's executor and DDS receive threads, as a robot's controller "
+            "runs; 0 keeps normal scheduling",
+            low=0,
+            high=99,
+        )
         self.joint_states_rate = declare_float(
             self,
             "joint_states_rate",
@@ -127,7 +140,11 @@ class MockPandaHardware(Node):
         self._violation_log = open(violation_log, "a", buffering=1) if violation_log else None  # noqa: SIM115
         self._active: dict[str, object] = {}  # the trajectory being followed, for violation records
         self._lateness_ns: list[int] = []  # each stamped command's arrival less its stamp (sim ns)
+        self._delays: list[tuple[float, float, float]] = []  # see _delay_parts
+        self._stamps: list[int] = []
         self._last_clock_ns = 0  # the last /clock published (sim ns since the epoch)
+        # When each recent /clock went out (sim ns, system ns), for the violation log.
+        self._clock_history: deque[tuple[int, int]] = deque(maxlen=1000)
         self.reset_noise = declare_float(
             self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
         )
@@ -167,7 +184,9 @@ class MockPandaHardware(Node):
         self._command_sub = self.create_subscription(
             JointTrajectory,
             COMMAND_TOPIC,
-            self._on_trajectory,
+            # With the message info (rclpy since Iron), the violation log says when each
+            # command was sent and received.
+            self._on_trajectory_with_info if hasattr(rclpy_subscription, "MessageInfo") else self._on_trajectory,
             10,
             event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
         )
@@ -196,6 +215,9 @@ class MockPandaHardware(Node):
         self._sim_start = 0.0
         self._timer = self.create_timer(period, self._advance_allowed, clock=self._wall_clock)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._wall_clock)
+        if self.realtime_priority > 0:
+            granted, text = request_realtime(self.realtime_priority)
+            (self.get_logger().info if granted else self.get_logger().warning)(f"mock: {text}")
         self._publish_violations()
         self._publish_state()
         self.get_logger().info(
@@ -298,10 +320,15 @@ class MockPandaHardware(Node):
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
         self._last_clock_ns = self.sim.time_ns
+        if self._violation_log is not None:
+            self._clock_history.append((self._last_clock_ns, time.time_ns()))
 
     # -- commands -----------------------------------------------------------------------
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_trajectory_with_info(self, msg: JointTrajectory, info: Any) -> None:
+        self._on_trajectory(msg, info)
+
+    def _on_trajectory(self, msg: JointTrajectory, info: Any = None) -> None:
         try:
             order = [list(msg.joint_names).index(name) for name in panda.JOINT_NAMES]
         except ValueError:
@@ -342,6 +369,12 @@ class MockPandaHardware(Node):
             "arrival_monotonic": time.monotonic(),
             "points_ns": [round(point.time * 1e9) for point in points],
         }
+        if info is not None:  # when the agent sent it and when DDS here received it (system clock)
+            arrival["sent_wall_ns"] = info.get("source_timestamp")
+            arrival["received_wall_ns"] = info.get("received_timestamp")
+        if start_ns is not None and self._violation_log is not None:  # when the /clock it was stamped from went out
+            published = [wall for sim_ns, wall in self._clock_history if sim_ns == start_ns]
+            arrival["stamp_published_wall_ns"] = published[-1] if published else None
         for violation in command_violations(points, self.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
         self._catch_up()
@@ -362,11 +395,27 @@ class MockPandaHardware(Node):
         self._active = arrival
         if start_ns is not None:
             self._lateness_ns.append(self.sim.time_ns - start_ns)
+            self._delays.append(self._delay_parts(arrival))
+            self._stamps.append(start_ns)
         first = msg.points[0].time_from_start
         self._horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
             first.sec * 1_000_000_000 + first.nanosec
         )
         self._advance_allowed()
+
+    @staticmethod
+    def _delay_parts(arrival: dict[str, Any]) -> tuple[float, float, float]:
+        """Where a command's lateness came from, in wall ms: from the /clock it was stamped
+        with going out to the agent sending the command, then to DDS here receiving it,
+        then to this node taking it (NaN where the message info is not there)."""
+        published, sent = arrival.get("stamp_published_wall_ns"), arrival.get("sent_wall_ns")
+        received = arrival.get("received_wall_ns")
+        taken = arrival["arrival_wall"] * 1e3
+
+        def ms(later: float | None, earlier: float | None) -> float:
+            return math.nan if later is None or earlier is None else (later - earlier) / 1e6
+
+        return ms(sent, published), ms(received, sent), taken - (received / 1e6 if received else math.nan)
 
     def _take_violations(self) -> None:
         """Count what the controller commanded beyond a limit since the last look."""
@@ -436,6 +485,19 @@ class MockPandaHardware(Node):
                 "p999": float(np.percentile(late, 99.9)),
                 "max": float(late.max()),
             }
+            parts = np.array(self._delays)
+            for column, name in enumerate(("agent", "delivery", "mock")):
+                values = parts[:, column][np.isfinite(parts[:, column])]
+                if values.size:
+                    summary[f"{name}_ms"] = {
+                        "median": float(np.median(values)),
+                        "p99": float(np.percentile(values, 99)),
+                        "max": float(values.max()),
+                    }
+            worst = int(np.argmax(self._lateness_ns))
+            summary["worst_parts_ms"] = list(self._delays[worst])
+            delivered = zip(self._stamps, self._delays, strict=True)
+            summary["slow_deliveries"] = [[stamp / 1e9, round(part[1], 1)] for stamp, part in delivered if part[1] > 20]
             self._record(summary)
         self._violation_log.close()
 

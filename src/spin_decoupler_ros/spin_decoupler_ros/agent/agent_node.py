@@ -19,7 +19,6 @@ Subclasses implement the hooks (``build_observation``, ``apply_action``,
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from collections.abc import Sequence
@@ -51,6 +50,7 @@ from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
 from spin_decoupler_ros.core.timing import TickMonitor, WakeLatency, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import ExitRequested
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
+from spin_decoupler_ros.tools.realtime import request_realtime
 
 # Commands must not be lost: reliable, a few deep (the RL side sends one at a time).
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -795,14 +795,11 @@ class AgentNode(Node):
     def _request_realtime(self, priority: int) -> None:
         if priority <= 0:
             return
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-            self.get_logger().info(f"control loop thread runs SCHED_FIFO priority {priority}")
-        except (PermissionError, OSError, AttributeError) as exc:
-            self.get_logger().warning(
-                f"realtime_priority {priority} refused ({exc}); running at normal priority. "
-                "Grant rtprio (limits.conf) or CAP_SYS_NICE, ideally on a PREEMPT_RT kernel."
-            )
+        granted, text = request_realtime(priority)
+        if granted:
+            self.get_logger().info(f"control loop: {text}")
+        else:
+            self.get_logger().warning(text)
 
     def close(self) -> None:
         """End any episode (its client gets an ABORTED result) and hold the plant."""
