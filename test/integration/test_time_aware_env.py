@@ -1,0 +1,87 @@
+"""The timing-feature wrappers over a real decoupled env and VecEnv (first-order plants
+under a fixed think time, so every feature is known exactly)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+from helpers import start_node
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from spin_decoupler_ros.rl import DecoupledEnv
+from spin_decoupler_ros.rl.time_aware import TimingInObservation, VecTimingInObservation
+from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
+from spin_decoupler_ros.tools.processes import ProcessGroup
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+TIMESTEP = 0.05
+
+
+def start_plant(processes: ProcessGroup, tmp_path: Path, namespace: str, think: float) -> None:
+    params = {"rl_timestep": TIMESTEP, "control_rate": 100.0, "timing_model": f"fixed:{think}"}
+    start_node(processes, PLANT, tmp_path, namespace=namespace, params=params, label=namespace.strip("/"))
+
+
+def test_the_wrapped_env_shows_the_timing_and_passes_both_checkers(processes: ProcessGroup, tmp_path: Path) -> None:
+    start_plant(processes, tmp_path, "/aware", 0.03)
+    env = TimingInObservation(DecoupledEnv("/aware", client_options={"connect_timeout": 20}, max_episode_steps=4))
+    try:
+        observation, _ = env.reset(seed=1)
+        assert observation.shape == (2 + 3 + 1,)
+        np.testing.assert_array_equal(observation[2:], 0.0)
+        first, *_ = env.step(np.array([0.5], dtype=np.float32))
+        np.testing.assert_allclose(first[2:], [0.03, TIMESTEP, 0.03, 0.5], atol=1e-6)
+        second, *_ = env.step(np.array([-0.25], dtype=np.float32))
+        np.testing.assert_allclose(second[2:], [0.03 + TIMESTEP, TIMESTEP, 0.03, -0.25], atol=1e-6)
+        assert env.observation_space.contains(second)
+        gymnasium_check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=False)
+    finally:
+        env.close()
+
+
+def test_the_vec_wrapper_gives_each_agent_its_timing_and_restarts_it_with_each_episode(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    thinks = {"/slow": 0.04, "/fast": 0.01}
+    for namespace, think in thinks.items():
+        start_plant(processes, tmp_path, namespace, think)
+    venv = VecTimingInObservation(
+        DecoupledVecEnv(lambda client: DecoupledEnv(client=client, max_episode_steps=2), list(thinks))
+    )
+    try:
+        observations = np.asarray(venv.reset())
+        assert observations.shape == (2, 6) and np.all(observations[:, 2:] == 0.0)
+        actions = np.array([[0.5], [-0.5]], dtype=np.float32)
+        stepped, _, dones, _ = venv.step(actions)
+        observations = np.asarray(stepped)
+        assert not dones.any()
+        np.testing.assert_allclose(observations[:, 4], list(thinks.values()), atol=1e-6)  # think, per agent
+        np.testing.assert_allclose(observations[:, 5], [0.5, -0.5])
+        stepped, _, dones, infos = venv.step(actions)
+        observations = np.asarray(stepped)
+        assert dones.all()  # the episodes end at 2 steps; the VecEnv resets them at once
+        np.testing.assert_array_equal(observations[:, 2:], 0.0)
+        for info, think in zip(infos, thinks.values(), strict=True):
+            final = info["terminal_observation"]
+            assert final.shape == (6,)
+            np.testing.assert_allclose(final[2:5], [think + TIMESTEP, TIMESTEP, think], atol=1e-6)
+    finally:
+        venv.close()
+
+
+def test_sb3_trains_through_the_vec_wrapper(processes: ProcessGroup, tmp_path: Path) -> None:
+    from stable_baselines3 import PPO
+
+    start_plant(processes, tmp_path, "/learner", 0.02)
+    venv = VecTimingInObservation(
+        DecoupledVecEnv(lambda client: DecoupledEnv(client=client, max_episode_steps=8), ["/learner"])
+    )
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu")
+        model.learn(total_timesteps=64)
+        assert model.num_timesteps >= 64
+    finally:
+        venv.close()
