@@ -3,6 +3,7 @@ CPU hog pinned to one core, counting failures per test.
 
     ./ws bench stress                    # 30 runs idle, 30 beside the hog
     ./ws bench stress --runs 5 --columns busy_core
+    ./ws bench stress --keep-failures /tmp/stress_failures   # a failing run's logs kept
 
 Writes bench/results/stress.json: {"runs": N, "idle": {"<test id>": failures, ...},
 "busy_core": {...}} and, per column, the wall time per run and every failure's first
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,14 +74,29 @@ def node_id(case: ET.Element) -> str:
     return f"{module}.py::{case.get('name')}"
 
 
-def run_once(tests: tuple[str, ...], fuzz_steps: int) -> tuple[dict[str, str | None], float]:
-    """One pytest run of ``tests``: each test id with None (passed) or its failure's text."""
+def run_once(
+    tests: tuple[str, ...], fuzz_steps: int, keep_failures: Path | None = None
+) -> tuple[dict[str, str | None], float]:
+    """One pytest run of ``tests``: each test id with None (passed) or its failure's text.
+    With ``keep_failures``, a run with a failure leaves its tests' folders (the nodes'
+    logs, the mock's violation records) there."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
+        basetemp = Path(scratch) / "tests"
         env = {**os.environ, "SPIN_DECOUPLER_FUZZ_STEPS": str(fuzz_steps)}
         started = time.monotonic()
         subprocess.run(
-            [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                *tests,
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={report}",
+                f"--basetemp={basetemp}",
+            ],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -98,18 +115,27 @@ def run_once(tests: tuple[str, ...], fuzz_steps: int) -> tuple[dict[str, str | N
             if case.find("skipped") is not None:
                 continue
             outcomes[node_id(case)] = None if problem is None else (problem.get("message") or "")[:400]
+        if keep_failures is not None and any(failure is not None for failure in outcomes.values()):
+            kept = keep_failures / time.strftime("%Y%m%d-%H%M%S")
+            shutil.copytree(basetemp, kept, dirs_exist_ok=True)
+            print(f"[stress] a failure's folders kept in {kept}", flush=True)
         return outcomes, seconds
 
 
 def run_column(
-    column: str, runs: int, tests: tuple[str, ...], fuzz_steps: int, report: Callable[[dict[str, Any]], None]
+    column: str,
+    runs: int,
+    tests: tuple[str, ...],
+    fuzz_steps: int,
+    report: Callable[[dict[str, Any]], None],
+    keep_failures: Path | None = None,
 ) -> dict[str, Any]:
     """``runs`` runs of ``tests``; ``report`` gets the column's figures after each run."""
     outcome: dict[str, Any] = {"runs_done": 0, "failures": {}, "failure_texts": [], "seconds_per_run": []}
     hog = start_hog() if column == "busy_core" else None
     try:
         for run in range(runs):
-            outcomes, took = run_once(tests, fuzz_steps)
+            outcomes, took = run_once(tests, fuzz_steps, keep_failures)
             outcome["seconds_per_run"].append(round(took, 1))
             for test, failure in outcomes.items():
                 outcome["failures"][test] = outcome["failures"].get(test, 0) + (failure is not None)
@@ -136,6 +162,9 @@ def main() -> int:
     parser.add_argument("--columns", default=",".join(COLUMNS), help="idle, busy_core or both")
     parser.add_argument("--fuzz-steps", type=int, default=150)
     parser.add_argument("--tests", nargs="*", default=list(TESTS))
+    parser.add_argument(
+        "--keep-failures", type=Path, default=None, help="keep a failing run's test folders (logs, records) here"
+    )
     args = parser.parse_args()
     columns = [column for column in args.columns.split(",") if column]
     unknown = set(columns) - set(COLUMNS)
@@ -150,7 +179,9 @@ def main() -> int:
         write_result("stress", result, quiet=True)
 
     for column in columns:
-        run_column(column, args.runs, tuple(args.tests), args.fuzz_steps, functools.partial(report, column))
+        run_column(
+            column, args.runs, tuple(args.tests), args.fuzz_steps, functools.partial(report, column), args.keep_failures
+        )
     failed = sum(sum(result[column].values()) for column in columns)
     print(f"[stress] {failed} failures in {len(columns)} x {args.runs} runs")
     return 1 if failed else 0
