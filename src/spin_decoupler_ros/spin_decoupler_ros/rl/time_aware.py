@@ -67,6 +67,11 @@ def timed_observation_space(observation_space: spaces.Space[Any], action_space: 
     return spaces.Box(low, high, dtype=dtype)  # type: ignore[arg-type]
 
 
+def join(observation: np.ndarray, features: np.ndarray, dtype: Any) -> np.ndarray:
+    """An observation with its timing features appended, as ``dtype``."""
+    return np.concatenate([observation, features]).astype(dtype)
+
+
 class StepTimingFeatures:
     """The timing features of one env's steps (no ROS, no Gymnasium state)."""
 
@@ -98,19 +103,16 @@ class TimingInObservation(gym.Wrapper[np.ndarray, Any, np.ndarray, Any], gym.uti
         self._features = StepTimingFeatures(env.action_space)
         self.observation_space = timed_observation_space(env.observation_space, env.action_space)
 
-    def _join(self, observation: np.ndarray, features: np.ndarray) -> np.ndarray:
-        return np.concatenate([observation, features]).astype(self.observation_space.dtype)
-
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        return self._join(observation, self._features.on_reset()), info
+        return join(observation, self._features.on_reset(), self.observation_space.dtype), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
         features = self._features.on_step(action, info)
-        return self._join(observation, features), float(reward), terminated, truncated, info
+        return join(observation, features, self.observation_space.dtype), float(reward), terminated, truncated, info
 
 
 class VecTimingInObservation(VecEnvWrapper):
@@ -124,12 +126,10 @@ class VecTimingInObservation(VecEnvWrapper):
         self._features = [StepTimingFeatures(venv.action_space) for _ in range(venv.num_envs)]
         self._actions: np.ndarray | None = None
 
-    def _join(self, observation: np.ndarray, features: np.ndarray) -> np.ndarray:
-        return np.concatenate([observation, features]).astype(self.observation_space.dtype)
-
     def reset(self) -> VecEnvObs:
         observations = np.asarray(self.venv.reset())
-        return np.stack([self._join(obs, f.on_reset()) for obs, f in zip(observations, self._features, strict=True)])
+        pairs = zip(observations, self._features, strict=True)
+        return np.stack([join(obs, features.on_reset(), self.observation_space.dtype) for obs, features in pairs])
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -138,12 +138,13 @@ class VecTimingInObservation(VecEnvWrapper):
     def step_wait(self) -> VecEnvStepReturn:
         observations, rewards, dones, infos = self.venv.step_wait()
         assert self._actions is not None, "step_wait() before step_async()"
+        dtype = self.observation_space.dtype
         joined = []
         for i, (obs, info) in enumerate(zip(np.asarray(observations), infos, strict=True)):
             features = self._features[i].on_step(self._actions[i], info)
             if dones[i]:
                 if "terminal_observation" in info:
-                    info["terminal_observation"] = self._join(info["terminal_observation"], features)
+                    info["terminal_observation"] = join(info["terminal_observation"], features, dtype)
                 features = self._features[i].on_reset()
-            joined.append(self._join(obs, features))
+            joined.append(join(obs, features, dtype))
         return np.stack(joined), rewards, dones, infos
