@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import rclpy
+from builtin_interfaces.msg import Time
 from helpers import run_module, start_node
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
@@ -264,6 +265,52 @@ def test_stalls_while_braking_while_resetting_and_between_steps_break_no_limit(
             stall(agent, float(rng.uniform(0.05, 1.5)))
             assert client.step([-0.5, -0.5, -0.5]).seq == 2
     assert_no_violation(violation_log)
+
+
+@pytest.mark.parametrize("use_sim_time", [True, False])
+def test_a_slow_send_on_a_waiting_clock_is_not_uncertain(ros_domain: dict[str, str], use_sim_time: bool) -> None:
+    """A publish that took longer than half the lead may have left too late on wall time;
+    on a simulated clock only if the newest /clock has moved past the command's lead. A
+    clock that waits for the agent (the lockstep mock) has not, so the agent goes on
+    commanding (marking it uncertain would wait for an arm that cannot come to rest)."""
+    from rosgraph_msgs.msg import Clock
+
+    from franka_agent.panda_agent_node import PandaAgent
+
+    previous = signal.getsignal(signal.SIGCONT)
+    rclpy.init(args=["--ros-args", "-p", f"use_sim_time:={str(use_sim_time).lower()}"])
+    try:
+        agent = PandaAgent()
+        source = rclpy.create_node("clock_source")
+        clock = source.create_publisher(Clock, "/clock", 10)
+        stamp_ns = 5_000_000_000
+        lead_ns = agent._command_lead_ns
+
+        def heard(clock_ns: int) -> None:
+            """Publish ``clock_ns`` until the agent's /clock reader has it."""
+            sec, nanosec = divmod(clock_ns, 1_000_000_000)
+            deadline = time.monotonic() + 10.0
+            while agent._command_time_ns() < clock_ns and time.monotonic() < deadline:
+                clock.publish(Clock(clock=Time(sec=sec, nanosec=nanosec)))
+                time.sleep(0.01)
+            assert agent._command_time_ns() >= clock_ns, "the agent never heard the /clock"
+
+        slow_send = time.monotonic() - 10 * agent._stall_wall_s
+        if use_sim_time:
+            heard(stamp_ns)
+            assert not agent._sent_late(time.monotonic(), stamp_ns)
+            assert not agent._sent_late(slow_send, stamp_ns)  # the clock waited
+            heard(stamp_ns + lead_ns)
+            assert agent._sent_late(slow_send, stamp_ns)  # the clock ran on meanwhile
+        else:
+            now_ns = agent.now_ns()
+            assert not agent._sent_late(time.monotonic(), now_ns)
+            assert agent._sent_late(slow_send, now_ns)  # wall time always runs on
+        source.destroy_node()
+        agent.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+        signal.signal(signal.SIGCONT, previous)
 
 
 def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(

@@ -339,13 +339,26 @@ class PandaAgent(AgentNode):
             return
         sending = time.monotonic()
         self._command_pub.publish(message)
-        if self._continued_at > started or time.monotonic() - sending > self._stall_wall_s:
+        if self._continued_at > started or self._sent_late(sending, command.stamp_ns):
             self.controller.mark_uncertain()
             self.get_logger().warning(
                 "the agent stalled while sending a command: which of it and the one before the controller "
                 "follows is read from the arm once both have come to rest",
                 throttle_duration_sec=1.0,
             )
+
+    def _sent_late(self, sending: float, stamp_ns: int) -> bool:
+        """Whether a publish that returned just now may have left after its command's lead
+        ran out. On wall time, a publish that took more than half the lead. On a simulated
+        clock, only if the newest /clock says so: a clock that waits for the agent (the
+        lockstep mock) has not moved while the agent was slow, and the command is as good
+        as one sent on time (test_panda.py::test_a_slow_send_on_a_waiting_clock_is_not_uncertain)."""
+        if time.monotonic() - sending <= self._stall_wall_s:
+            return False
+        if self._clock_reader is None:
+            return True
+        late_ns = self._command_time_ns() - stamp_ns
+        return late_ns > self._command_lead_ns - self.params.control_period_ns // 2
 
     def _fill_message(self, command: Command) -> JointTrajectory:
         """The command as a JointTrajectory (one message and its points, reused)."""
