@@ -11,6 +11,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
+from spin_decoupler_ros.dds_profile import use_dds_profile
+
 QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -27,6 +29,7 @@ class Pong(Node):
 
 
 def main() -> int:
+    use_dds_profile()  # the profile the agent and the client run with
     rclpy.init()
     node = Pong()
     executor = SingleThreadedExecutor()

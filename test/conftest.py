@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 from helpers import isolated_ros_environment
 
+from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.processes import ProcessGroup
+
+# The DDS profile the nodes and the RL side run with, for this process's own nodes too,
+# whichever of them starts first.
+use_dds_profile()
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.dds_profile import use_dds_profile
 
 SIGNAL_CHECK_S = 0.2
 
@@ -52,6 +53,7 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     robot) before it is destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
     so that ``close()`` still has a live context to send its last commands with.
     """
+    use_dds_profile()
     try:
         from rclpy.signals import SignalHandlerOptions
 

@@ -22,17 +22,20 @@ from spin_decoupler_ros.conversions import duration_to_ns
 from spin_decoupler_ros.core.errors import AgentNotFoundError, StepTimeoutError
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
+from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
 
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT"}
 
 
 def init_private_context(args: Sequence[str] | None = None) -> Context:
-    """A fresh rclpy context that leaves signal handling (Ctrl-C) to the host program.
+    """A fresh rclpy context that leaves signal handling (Ctrl-C) to the host program,
+    on the decoupler's DDS profile (``dds_profile``) unless the process has one already.
 
     :param args: command-line arguments; rclpy reads the ``--ros-args`` part of them
         (remappings such as ``-r __ns:=/plant``, ``--params-file``, ``-p name:=value``).
     """
+    use_dds_profile()
     context = Context()
     args = list(args) if args is not None else None
     try:
