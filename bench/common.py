@@ -12,12 +12,16 @@ from typing import Any
 
 import numpy as np
 
+from spin_decoupler_ros.dds_profile import use_dds_profile
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def isolate_dds() -> None:
     """A private DDS domain with localhost discovery, for this process and its children."""
     os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid()).randint(150, 232))
+    if use_dds_profile(localhost=True) is not None:  # the decoupler's profile, this host only
+        return
     if os.environ.get("ROS_DISTRO", "kilted") == "humble":
         os.environ["ROS_LOCALHOST_ONLY"] = "1"
     else:

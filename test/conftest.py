@@ -6,18 +6,18 @@ so parallel test runs (and a training run beside them) never hear each other.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import isolated_ros_environment
+from helpers import LOCAL_DDS, isolated_ros_environment
 
-from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
-# The DDS profile the nodes and the RL side run with, for this process's own nodes too,
-# whichever of them starts first.
-use_dds_profile()
+# This process's own nodes on the tests' DDS profile too: Fast DDS reads its profiles
+# once, when the process's first participant is made, whichever test makes it.
+os.environ.update(LOCAL_DDS)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from spin_decoupler_ros.dds_profile import PROFILE_VARIABLES, dds_environment
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 _used_domains: set[int] = set()
@@ -24,9 +25,16 @@ def _free_domain() -> int:
             return domain
 
 
+# The decoupler's DDS profile discovering this host only (dds_profile.py), whatever
+# profile the shell has: every test runs on the settings it ships with.
+LOCAL_DDS = dds_environment({**os.environ, **dict.fromkeys(PROFILE_VARIABLES, "")}, localhost=True)
+
+
 def isolated_ros_environment(domain: int | None = None) -> dict[str, str]:
     env = {"ROS_DOMAIN_ID": str(domain if domain is not None else _free_domain())}
-    if os.environ.get("ROS_DISTRO", "kilted") == "humble":
+    if LOCAL_DDS:
+        env.update(LOCAL_DDS)
+    elif os.environ.get("ROS_DISTRO", "kilted") == "humble":  # another middleware: the ROS way
         env["ROS_LOCALHOST_ONLY"] = "1"
     else:
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from spin_decoupler_ros.dds_profile import dds_environment
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -85,6 +86,7 @@ def test_training_across_two_hosts(two_hosts: tuple[Host, Host], ros_domain: dic
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
         "ROS_LOCALHOST_ONLY": "0",
         "FASTDDS_BUILTIN_TRANSPORTS": "UDPv4",
+        **dds_environment({}),  # the decoupler's profile for a network, not the tests' localhost one
     }
     run_dir = tmp_path / "run"
     before = agent_host.received_bytes()

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from franka_agent.robots import read_limit_violations, start_mock_robots
+from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -63,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
     run_dir = Path(args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    # Everything runs on this machine: keep discovery local unless told otherwise.
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    # Everything runs on this machine: keep discovery local unless told otherwise (the
+    # decoupler's DDS profile, this host only; or the ROS way, under another middleware).
+    if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ and use_dds_profile(localhost=True) is None:
+        os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
     agent_params: dict[str, object] = {}
     if args.rl_timestep is not None:
