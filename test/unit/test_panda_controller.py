@@ -373,11 +373,11 @@ def test_lateness_beyond_the_lead_is_what_breaks_the_limits() -> None:
 
 
 @pytest.mark.parametrize("reached", [True, False])
-def test_a_command_whose_sending_stalled_is_told_apart_by_the_arm_at_rest(reached: bool) -> None:
-    """The agent stalled while sending a command (on SIGSTOP it systematically lands
-    there, right after an observation goes out): the controller follows it, or the one
-    before (it came too late and was refused). Once both have ended, the arm's rest
-    position tells which, and the next commands go on from there without a jump."""
+def test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest(reached: bool) -> None:
+    """The agent stalled while sending a command, or was stopped right after (on SIGSTOP
+    it systematically lands there, right after an observation goes out): the controller
+    follows it, or the one before (it came too late and was refused). Once both have
+    ended, the next commands go on from where the arm rests, without a jump."""
     sim = PandaSim()
     c = PandaController("joint_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
@@ -399,12 +399,15 @@ def test_a_command_whose_sending_stalled_is_told_apart_by_the_arm_at_rest(reache
         if c.settle_uncertainty(sim.q, sim.dq, sim.time_ns):
             break
     assert not c.uncertain
+    rest = sim.q.copy()
+    c.act(np.array([-1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0]))  # the next step
     for _ in range(50):
         command = c.command(now)
         assert command is not None and sim.command(_points(command), now / 1e9)
         sim.step(PERIOD // MS)
         now += PERIOD
     assert sim.violations == []
+    assert np.max(np.abs(sim.q - rest)) > 0.05  # and it moves on from there
 
 
 def test_an_uncertain_command_is_not_decided_while_the_arm_moves() -> None:

@@ -84,6 +84,7 @@ class PandaAgent(AgentNode):
         self._state_stamp_ns = 0  # the time the latest joint state refers to (its stamp)
         self._quiet_until = 0.0  # monotonic time until which nothing is sent (after a stall)
         self._continued_at = 0.0  # monotonic time of the last SIGCONT
+        self._settled_stop_at = 0.0  # the SIGCONT after which commanding was made safe again
         # The simulated clock's pace against the wall (s/s) and the last tick's (wall, newest
         # clock): after a stop, how far the clock should have got, to tell a stale reading.
         self._clock_pace = 0.0
@@ -302,9 +303,9 @@ class PandaAgent(AgentNode):
           is still being delivered): nothing is sent for a moment, while the last
           command's braking tail carries the arm;
         - a command that got older than its lead while it was planned is not sent;
-        - a command whose sending a stall interrupted may or may not have reached the
-          joint controller: which of it and the one before the controller follows is
-          read from the arm once the two have come to rest.
+        - after a stop, or a stall while sending, the last command may or may not have
+          reached the joint controller in time: nothing is sent until the arm rests at
+          the end of whichever it followed, and the next command starts from there.
         """
         started = time.monotonic()
         now_ns = self._command_time_ns()  # (read again before sending: planning takes time)
@@ -314,10 +315,15 @@ class PandaAgent(AgentNode):
                 return
         if started < self._quiet_until or self._catching_up(started, now_ns):
             return
+        if self._continued_at > self._settled_stop_at:
+            # Stopped: the last command may have reached the controller after the stop,
+            # too late, and been refused, without the agent seeing anything of it.
+            self._settled_stop_at = self._continued_at
+            self.controller.mark_uncertain()
         if self.controller.uncertain:
             q, dq = self._measured()
             if not self.controller.settle_uncertainty(q, dq, self._state_stamp_ns):
-                return  # not told apart yet: the controller goes on with whichever it has
+                return  # not at rest yet: the controller goes on with whichever it has
         command = self.controller.command(now_ns)
         if command is None:
             return  # nothing measured yet: the joint controller holds the arm where it is
@@ -342,8 +348,8 @@ class PandaAgent(AgentNode):
         if self._continued_at > started or self._sent_late(sending, command.stamp_ns):
             self.controller.mark_uncertain()
             self.get_logger().warning(
-                "the agent stalled while sending a command: which of it and the one before the controller "
-                "follows is read from the arm once both have come to rest",
+                "the agent stalled while sending a command: it may have reached the controller too late; "
+                "commanding goes on from the arm once it rests",
                 throttle_duration_sec=1.0,
             )
 

@@ -198,27 +198,25 @@ class PandaController:
         self.uncertain = False
 
     def mark_uncertain(self) -> None:
-        """The last command may or may not have reached the joint controller (the agent
-        stalled while sending it): ``settle_uncertainty`` tells before the next one."""
-        self.uncertain = self._before[0].size > 0
+        """What the joint controller follows is unknown: the agent stalled while sending
+        a command, or was stopped (a command sent just before may have reached the
+        controller too late, and been refused). ``settle_uncertainty`` waits for the arm
+        to rest, before the next command."""
+        self.uncertain = self._sent_ns.size > 0
 
     def settle_uncertainty(self, q: np.ndarray, dq: np.ndarray, t_ns: int) -> bool:
-        """Decide, from the arm's state (q, dq) at ``t_ns``, which of the last command and
-        the one before the joint controller follows, once both have brought the arm to
-        rest (so the arm's state is the one it holds, not a tracking error). False while
-        that cannot be told yet."""
+        """Once the arm, measured (q, dq) at ``t_ns``, rests at the end of whichever command
+        the joint controller followed (every command ends braking to rest), plan on from
+        there, at rest; False while it cannot be at rest yet. No guess of which command
+        that was (test_panda_controller.py::test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest)."""
         if not self.uncertain:
             return True
-        ends = max(int(self._sent_ns[-1]), int(self._before[0][-1]))
+        ends = max(int(self._sent_ns[-1]), int(self._before[0][-1]) if self._before[0].size else 0)
         # At rest after the later end (or, should the arm's velocity never read still,
         # a while after that: its position tells all the same).
         if t_ns < ends + SETTLE_NS or (np.max(np.abs(dq)) > 1e-3 and t_ns < ends + 4 * SETTLE_NS):
             return False
-        last = self._sent_q[-1]
-        before = self._before[1][-1]
-        if np.max(np.abs(q - before)) < np.max(np.abs(q - last)):
-            self.withdraw()
-        self.uncertain = False
+        self.replan_from(q)
         return True
 
     def withdraw(self) -> None:
