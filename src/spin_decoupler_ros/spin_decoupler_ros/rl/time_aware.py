@@ -15,6 +15,12 @@ append the same features to a flat Box observation:
 
 After a reset every feature is 0. For a policy that chooses its durations as well, give
 the ``DecoupledEnv`` a ``duration_range``: the duration is then part of the action.
+
+``TimeWeightedReward`` and ``VecTimeWeightedReward`` make such a policy's reward account
+for the time each action took: a step's reward is taken as a rate, and weighted by the
+step's executed duration over a reference duration (the nominal timestep). A return then
+sums reward over time, not over steps, so that neither many short steps nor a few long
+ones pay by themselves. (Discounting stays per step: SB3 has no per-transition discount.)
 """
 
 from __future__ import annotations
@@ -148,3 +154,53 @@ class VecTimingInObservation(VecEnvWrapper):
                 features = self._features[i].on_reset()
             joined.append(join(obs, features, dtype))
         return np.stack(joined), rewards, dones, infos
+
+
+def time_weight(info: Mapping[str, Any], reference_duration: float) -> float:
+    """A step's reward weight: its executed duration over ``reference_duration`` (a step
+    without timing, an agent lost or the episode truncated, weighs 1)."""
+    duration = info.get("duration")
+    return 1.0 if duration is None else float(duration) / reference_duration
+
+
+def check_reference_duration(reference_duration: float) -> float:
+    if not (np.isfinite(reference_duration) and reference_duration > 0.0):
+        raise ValueError(f"reference_duration must be a positive number of seconds, got {reference_duration!r}")
+    return float(reference_duration)
+
+
+class TimeWeightedReward(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
+    """A Gymnasium wrapper weighting each step's reward by its executed duration over
+    ``reference_duration`` seconds (module docstring); the unweighted reward is in
+    ``info["step_reward"]``."""
+
+    def __init__(self, env: gym.Env[Any, Any], reference_duration: float) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, reference_duration=reference_duration)
+        gym.Wrapper.__init__(self, env)
+        self.reference_duration = check_reference_duration(reference_duration)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        info["step_reward"] = float(reward)
+        return observation, float(reward) * time_weight(info, self.reference_duration), terminated, truncated, info
+
+
+class VecTimeWeightedReward(VecEnvWrapper):
+    """An SB3 VecEnv wrapper weighting each env's step reward by its executed duration
+    over ``reference_duration`` seconds (module docstring); the unweighted reward is in
+    each ``info["step_reward"]``."""
+
+    def __init__(self, venv: VecEnv, reference_duration: float) -> None:
+        super().__init__(venv)
+        self.reference_duration = check_reference_duration(reference_duration)
+
+    def reset(self) -> VecEnvObs:
+        return self.venv.reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        observations, rewards, dones, infos = self.venv.step_wait()
+        weighted = np.array(rewards, dtype=np.float32)
+        for i, info in enumerate(infos):
+            info["step_reward"] = float(rewards[i])
+            weighted[i] = rewards[i] * time_weight(info, self.reference_duration)
+        return observations, weighted, dones, infos
