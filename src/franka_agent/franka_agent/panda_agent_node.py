@@ -345,7 +345,7 @@ class PandaAgent(AgentNode):
             return
         sending = time.monotonic()
         self._command_pub.publish(message)
-        if self._continued_at > started or self._sent_late(sending, command.stamp_ns):
+        if self._sent_late(sending, command.stamp_ns):  # (a stop meanwhile: the next tick's check)
             self.controller.mark_uncertain()
             self.get_logger().warning(
                 "the agent stalled while sending a command: it may have reached the controller too late; "
