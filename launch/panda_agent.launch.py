@@ -19,7 +19,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from franka_agent.robots import robot_namespaces, robot_remaps
+from franka_agent.robots import robot_namespaces, robot_remaps, timing_model_overrides
 from launch import LaunchDescription
 
 
@@ -41,7 +41,10 @@ def _nodes(context: LaunchContext) -> list[Node]:
         value = LaunchConfiguration(name).perform(context)
         if value:
             agent_overrides[name] = float(value)
-    mock_overrides = {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}
+    mock_overrides: dict[str, object] = {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}
+    timing_agent, timing_mock = timing_model_overrides(LaunchConfiguration("timing_model").perform(context), mock=mock)
+    agent_overrides.update(timing_agent)
+    mock_overrides.update(timing_mock)
     # One robot: the agent in `namespace`, franka_ros2's topic names. Several mocks:
     # robot i and its agent in /panda<i>, every robot topic (and /clock) remapped there.
     namespaces = robot_namespaces(count) if count > 1 else [LaunchConfiguration("namespace").perform(context)]
@@ -113,6 +116,12 @@ def generate_launch_description() -> LaunchDescription:
                 "sim_speed",
                 default_value="1.0",
                 description="mock only: simulated seconds per wall second (0: as fast as it can)",
+            ),
+            DeclareLaunchArgument(
+                "timing_model",
+                default_value="wall",
+                description="mock only: how long the world runs on while the learner thinks (wall, none, "
+                "fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv>; docs/time_models.md)",
             ),
             OpaqueFunction(function=_require_robot_ip),
             IncludeLaunchDescription(

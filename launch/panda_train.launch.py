@@ -23,6 +23,7 @@ _ARGUMENTS = {
     "rl_timestep": ("", "seconds per RL step (empty: the config's)"),
     "control_rate": ("", "agent control loop, Hz (empty: the config's)"),
     "sim_speed": ("0.0", "mock only: simulated seconds per wall second (0: as fast as the agent, in lockstep)"),
+    "timing_model": ("wall", "mock only: how long the world runs on while the learner thinks (docs/time_models.md)"),
     "total_timesteps": ("", "training steps (empty: the config's)"),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),
@@ -61,6 +62,7 @@ def generate_launch_description() -> LaunchDescription:
             "rl_timestep",
             "control_rate",
             "sim_speed",
+            "timing_model",
             "num_agents",
         ),
     )

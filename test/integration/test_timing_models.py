@@ -1,21 +1,29 @@
-"""Timing models on a self-clocked agent (the first-order plant process, over real DDS):
+"""Timing models on a self-clocked agent (the first-order plant process, over real DDS)
+and on an agent on a lockstep simulator's clock (the Panda agent and its MuJoCo mock):
 the world runs on for the think time the model draws, not the machine's, so LAT, the
 durations and the observations are exact and a seeded run repeats."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import start_node
 
+from franka_agent.robots import read_limit_violations, timing_model_overrides
+from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 PANDA_AGENT = "franka_agent.panda_agent_node"
+PANDA_MOCK = "franka_agent.mock.mock_hardware_node"
+PANDA_CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 TIMESTEP = 0.05
 PERIOD = 0.01
 TAU = 0.2
@@ -94,3 +102,58 @@ def test_a_timing_model_the_agent_cannot_honour_is_refused_at_start(
     agent = start_node(processes, module, tmp_path, params=params, ready_text=None)
     assert agent.wait(timeout=20) == 2
     assert named in agent.log_text()
+
+
+@pytest.mark.parametrize(("model", "think"), [("fixed:0.05", 0.05), ("none", 0.0)])
+def test_the_panda_mock_waits_for_the_learner_for_exactly_the_models_think_time(
+    processes: ProcessGroup, tmp_path: Path, model: str, think: float
+) -> None:
+    """The Panda agent stops commanding where the world is to wait, and the lockstep mock
+    (``lockstep_timeout: 0``) waits with it however long the learner takes (here up to
+    0.6 s of wall time, three times the timeout the mock has otherwise): every action
+    starts exactly the think time after the observation, in simulated time, and no
+    command breaks a limit. (The first starts where the reset's last command, sent at the
+    reset observation's tick, lets the mock run: a whole number of periods on.)"""
+    agent_params, mock_params = timing_model_overrides(model, mock=True)
+    assert mock_params == {"lockstep": True, "lockstep_timeout": 0.0}
+    start_node(
+        processes,
+        PANDA_MOCK,
+        tmp_path,
+        params_files=(PANDA_CONFIG,),
+        params={"speed_factor": 0.0, **mock_params},
+        ready_text="mock Panda ready",
+        label="mock_hardware",
+    )
+    start_node(
+        processes,
+        PANDA_AGENT,
+        tmp_path,
+        params_files=(PANDA_CONFIG,),
+        params={"use_sim_time": True, **agent_params},
+        label="panda_agent",
+    )
+    rng = np.random.default_rng(5)
+    with RLClient(connect_timeout=30, reset_timeout=30) as client:
+        answers = [client.reset(seed=3)]
+        for i in range(12):
+            time.sleep((0.0, 0.02, 0.6)[i % 3])  # a learner of uneven pace
+            answers.append(client.step(rng.uniform(-1.0, 1.0, 3)))
+        client.finish()
+    first = answers[1].lat
+    assert first >= think - 1e-9 and first / 0.01 == pytest.approx(round(first / 0.01), abs=1e-6)
+    for before, answer in itertools.pairwise(answers[1:]):
+        assert answer.duration == pytest.approx(0.1, abs=1e-9)
+        assert answer.lat == pytest.approx(think + before.duration, abs=1e-9)
+        # (ATO is seconds since the epoch here, as a float: exact to 0.24 µs.)
+        assert answer.ato - before.ato == pytest.approx(think + answer.duration, abs=1e-6)
+        assert answer.hold == 0.0  # the watchdog never saw a silent learner: the world waited
+    assert read_limit_violations([""])["/"] == 0
+
+
+def test_a_timing_model_is_refused_on_a_real_panda_and_wall_changes_nothing() -> None:
+    with pytest.raises(ParameterError, match="refused on a real Panda"):
+        timing_model_overrides("fixed:0.1", mock=False)
+    with pytest.raises(ParameterError, match="unknown kind"):
+        timing_model_overrides("later", mock=True)
+    assert timing_model_overrides("wall", mock=False) == ({}, {})

@@ -159,6 +159,7 @@ def test_a_simulated_world_waits_where_the_model_says_and_the_action_starts_ther
         assert abs((until - ato) - think * 1e9) <= PERIOD / 2  # the nearest whole period
         assert gate.may_run(until - 1) and not gate.may_run(until)
         assert not gate.may_start(until - 1) and gate.may_start(until)
+        assert gate.may_commit(until) and not gate.may_commit(until + 1)
         arrival = ato + delay
         start = gate.start_ns(arrival)
         assert start == max(arrival, until)  # early: it waits for the instant; late: at once
@@ -175,10 +176,24 @@ def test_none_starts_the_next_action_at_the_observations_instant() -> None:
     assert gate.start_ns(2 * PERIOD) == 9 * PERIOD
 
 
+def test_a_world_committed_past_the_think_time_waits_there_and_the_action_starts_there() -> None:
+    """A lockstep simulator cannot stop before the commands already sent let it run: the
+    next action starts there, however early it came, and not before."""
+    gate = WorldGate(TimingModel.parse("fixed:0.02"), PERIOD)
+    gate.commit(3 * PERIOD)
+    gate.observed(0)
+    assert gate.waits_from_ns == 3 * PERIOD  # past the think time (2 periods)
+    assert not gate.may_start(2 * PERIOD) and gate.may_start(3 * PERIOD)
+    assert gate.start_ns(PERIOD) == 3 * PERIOD
+    gate.observed(10 * PERIOD)
+    assert gate.waits_from_ns == 12 * PERIOD  # an old commitment does not hold it back
+    assert gate.may_commit(12 * PERIOD) and not gate.may_commit(13 * PERIOD)
+
+
 def test_wall_never_holds_the_world_and_starts_an_action_when_it_arrives() -> None:
     gate = WorldGate(TimingModel.parse("wall"), PERIOD)
     gate.observed(PERIOD)
-    assert gate.waits_from_ns is None and gate.may_run(10**15)
+    assert gate.waits_from_ns is None and gate.may_run(10**15) and gate.may_commit(10**15)
     assert gate.start_ns(123) == 123
 
 

@@ -67,6 +67,10 @@ OBSERVATION_NAMES = (
 
 
 class PandaAgent(AgentNode):
+    # A command lets a lockstep mock run to its first point: the next tick's (a point of
+    # the command before), or a lead ahead (the first after a rest or a re-plan).
+    reports_commitments = True
+
     def __init__(self) -> None:
         super().__init__("panda_agent")
         self._q: np.ndarray | None = None
@@ -345,6 +349,7 @@ class PandaAgent(AgentNode):
             return
         sending = time.monotonic()
         self._command_pub.publish(message)
+        self.commit_world(command.stamp_ns + command.times_ns[0])
         if self._sent_late(sending, command.stamp_ns):  # (a stop meanwhile: the next tick's check)
             self.controller.mark_uncertain()
             self.get_logger().warning(

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from franka_agent.robots import read_limit_violations, start_mock_robots
+from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
@@ -33,6 +34,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0.0,
         help="simulated seconds per wall second of the mock; 0 (default): as fast as the agent, in lockstep",
+    )
+    parser.add_argument(
+        "--timing-model",
+        default="wall",
+        help="how long the mock's world runs on while the learner thinks: wall (as it happens, default), none, "
+        "fixed:<s>, lognormal:<median>,<p99> or replay:<steps.csv> (docs/time_models.md)",
     )
     parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
     parser.add_argument("--control-rate", type=float, help="agent control rate in Hz (default: the config's)")
@@ -85,14 +92,23 @@ def main(argv: list[str] | None = None) -> int:
             trainer_params[name] = getattr(args, option)
 
     speed = "flat out, in lockstep with the agent" if args.sim_speed == 0 else f"{args.sim_speed:g}x real time"
-    print(f"main job: Panda reach on the MuJoCo mock ({speed}); run folder {run_dir}", flush=True)
+    print(
+        f"main job: Panda reach on the MuJoCo mock ({speed}, timing model {args.timing_model}); run folder {run_dir}",
+        flush=True,
+    )
     trainer_params["num_agents"] = args.num_agents
     with ProcessGroup() as group:
         try:
             namespaces = start_mock_robots(
-                group, config, args.num_agents, sim_speed=args.sim_speed, log_dir=run_dir, agent_params=agent_params
+                group,
+                config,
+                args.num_agents,
+                sim_speed=args.sim_speed,
+                log_dir=run_dir,
+                agent_params=agent_params,
+                timing_model=args.timing_model,
             )
-        except RuntimeError as exc:
+        except (RuntimeError, ParameterError) as exc:
             print(exc, file=sys.stderr)
             return 1
         trainer = NodeProcess(
@@ -115,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             figures = json.loads(results.read_text())
             violations = read_limit_violations(namespaces)
             figures["mock_limit_violations"] = violations if len(violations) > 1 else next(iter(violations.values()))
+            figures["timing_model"] = args.timing_model
             results.write_text(json.dumps(figures, indent=2) + "\n")
     if code == 0 and results.exists():
         print(

@@ -14,7 +14,9 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.naming import agent_namespaces, join_name
+from spin_decoupler_ros.core.think_time import TimingModel
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 ROBOT_TOPICS = (
@@ -40,6 +42,21 @@ def robot_remaps(namespace: str) -> dict[str, str]:
     return {topic: f"{namespace}{topic}" for topic in ROBOT_TOPICS}
 
 
+def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, object], dict[str, object]]:
+    """(agent, mock) parameters for a timing model (docs/time_models.md). Under any model
+    but ``wall`` the agent stops commanding where the world waits for the learner, and
+    the mock, in lockstep with no timeout, waits with it. Raises ParameterError for a
+    malformed model, or any model but ``wall`` on a real robot."""
+    model = TimingModel.parse(timing_model)
+    if not model.simulated:
+        return {}, {}
+    if not mock:
+        raise ParameterError(
+            f"timing_model '{model.describe()}' is refused on a real Panda: its time is what it is; use 'wall'"
+        )
+    return {"timing_model": timing_model}, {"lockstep": True, "lockstep_timeout": 0.0}
+
+
 def start_mock_robots(
     group: ProcessGroup,
     config: Path,
@@ -49,12 +66,17 @@ def start_mock_robots(
     log_dir: Path,
     agent_params: Mapping[str, object] | None = None,
     mock_params: Mapping[str, object] | None = None,
+    timing_model: str = "wall",
     ready_timeout: float = 60.0,
 ) -> list[str]:
     """Start ``count`` (MuJoCo mock, Panda agent) pairs as processes, each robot in its
     namespace, and wait until all run; return the namespaces. The agents run on the
-    mocks' simulated time unless ``agent_params`` sets ``use_sim_time`` false. Raises RuntimeError with
-    the log of a node that did not start."""
+    mocks' simulated time unless ``agent_params`` sets ``use_sim_time`` false, under
+    ``timing_model`` (``timing_model_overrides``). Raises RuntimeError with the log of a
+    node that did not start."""
+    timing_agent, timing_mock = timing_model_overrides(timing_model, mock=True)
+    agent_params = {**timing_agent, **(agent_params or {})}
+    mock_params = {**timing_mock, **(mock_params or {})}
     namespaces = robot_namespaces(count)
     started: list[tuple[NodeProcess, str]] = []
     for namespace in namespaces:
@@ -62,13 +84,13 @@ def start_mock_robots(
         common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace)}
         mock = NodeProcess(
             "franka_agent.mock.mock_hardware_node",
-            ros_args(params={"speed_factor": sim_speed, **(mock_params or {})}, **common),  # type: ignore[arg-type]
+            ros_args(params={"speed_factor": sim_speed, **mock_params}, **common),  # type: ignore[arg-type]
             log_path=log_dir / f"mock_hardware{suffix}.log",
             label=f"mock_hardware{suffix}",
         )
         agent = NodeProcess(
             "franka_agent.panda_agent_node",
-            ros_args(params={"use_sim_time": True, **(agent_params or {})}, **common),  # type: ignore[arg-type]
+            ros_args(params={"use_sim_time": True, **agent_params}, **common),  # type: ignore[arg-type]
             log_path=log_dir / f"panda_agent{suffix}.log",
             label=f"panda_agent{suffix}",
         )

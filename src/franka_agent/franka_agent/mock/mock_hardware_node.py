@@ -22,7 +22,10 @@ it can). With ``lockstep`` (the default) it never simulates past the first point
 the latest command, the period the controller has committed to: at any speed, every
 command then arrives before the arm needs it, as on the real robot where the
 controller's clock is the wall's. If commands stop for ``lockstep_timeout`` wall
-seconds, time runs on regardless, as it does for a real arm.
+seconds, time runs on regardless, as it does for a real arm; ``lockstep_timeout: 0``
+waits for the next command however long it takes, for an agent under a timing model
+whose world waits for the learner (only the first command is waited for at most
+FIRST_COMMAND_WAIT_S, so that a sim-time agent's first tick comes).
 
 It checks the desired state it commands at every update against the Panda's position,
 velocity and acceleration limits, and every commanded point against the workspace box,
@@ -66,6 +69,7 @@ from spin_decoupler_ros.params import declare_bool, declare_float, declare_float
 from spin_decoupler_ros.tools.realtime import request_realtime
 
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
+FIRST_COMMAND_WAIT_S = 0.2  # with lockstep_timeout 0: wall time per chunk until the first command
 MAX_CATCH_UP = 0.02  # s of simulated time
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -101,9 +105,10 @@ class MockPandaHardware(Node):
             self,
             "lockstep_timeout",
             0.2,
-            "wall time to wait for a command before simulating on",
+            "wall time to wait for a command before simulating on; 0: wait however long it takes (an agent "
+            "under a timing model, whose world waits for the learner)",
             unit="s",
-            low=0.001,
+            low=0.0,
             high=60.0,
         )
         self.realtime_priority = declare_int(
@@ -210,7 +215,7 @@ class MockPandaHardware(Node):
         if self.speed_factor > 0.0:
             period = self._chunk / self.speed_factor
         else:
-            period = self.lockstep_timeout / 4 if self.lockstep else 0.001
+            period = (self.lockstep_timeout or FIRST_COMMAND_WAIT_S) / 4 if self.lockstep else 0.001
         self._wall_start = time.monotonic()
         self._sim_start = 0.0
         self._timer = self.create_timer(period, self._advance_allowed, clock=self._wall_clock)
@@ -260,16 +265,19 @@ class MockPandaHardware(Node):
         """Lockstep: is the next chunk past what the controller has committed to?
 
         Without a command (none yet, or the controller went quiet) time still moves, one
-        chunk per ``lockstep_timeout``, so the controller's clock can reach its next tick.
+        chunk per ``lockstep_timeout``, so the controller's clock can reach its next tick;
+        with ``lockstep_timeout: 0``, only until the first command.
         """
         if not self.lockstep or (
             self._horizon_ns is not None and self.sim.time_ns + self._chunk_ns <= self._horizon_ns
         ):
             self._waiting_since = None
             return False
+        if self.lockstep_timeout == 0.0 and self._horizon_ns is not None:
+            return True  # the world waits for the agent (and its learner) however long
         if self._waiting_since is None:
             self._waiting_since = wall
-        if wall - self._waiting_since < self.lockstep_timeout:
+        if wall - self._waiting_since < (self.lockstep_timeout or FIRST_COMMAND_WAIT_S):
             return True
         if self._horizon_ns is not None:
             self.get_logger().warning(

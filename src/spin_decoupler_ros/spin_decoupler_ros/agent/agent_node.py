@@ -212,11 +212,17 @@ class AgentNode(Node):
     Under a ``timing_model`` other than ``wall`` the world runs on for a think time the
     model draws, not the machine's (docs/time_models.md). An agent whose plant lives in
     the node sets ``simulates_its_plant``: it then keeps its own clock, ticking back to
-    back while the world runs and idle while it waits for the learner. Any other agent
-    refuses such a model: a real robot's time is what it is.
+    back while the world runs and idle while it waits for the learner. An agent on a
+    simulator's clock (``use_sim_time``) stops commanding where the world is to wait; a
+    lockstep simulator (the Panda mock with ``lockstep_timeout: 0``) then waits with it,
+    and the next action's first command lets it go on (at the earliest where the
+    commands already sent let the simulator run: ``commitment_ns``, ``commit_world``).
+    Any other agent refuses such a model: a real robot's time is what it is.
     """
 
     simulates_its_plant: ClassVar[bool] = False
+    # Set by an agent that calls commit_world() for every command it sends (see commitment_ns).
+    reports_commitments: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -234,16 +240,21 @@ class AgentNode(Node):
         clock = self.get_clock()
         self._on_simulated_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
         model = self.params.timing_model
-        self._self_clocked = model.simulated
-        if self._self_clocked and not (self.simulates_its_plant and not self._on_simulated_time):
+        self._self_clocked = model.simulated and self.simulates_its_plant and not self._on_simulated_time
+        # On a simulator's clock under a model: the world waits where the agent stops commanding.
+        self._waits_on_clock = model.simulated and not self.simulates_its_plant and self._on_simulated_time
+        self._clock_ran_on_logged = False
+        if model.simulated and not (self._self_clocked or self._waits_on_clock):
             where = (
-                "on /clock (use_sim_time): not supported yet for an agent on a simulator's clock"
+                "on /clock (use_sim_time), but it simulates its plant and keeps its own clock under a timing "
+                "model: run it without use_sim_time"
                 if self._on_simulated_time
-                else "on wall time against a plant it does not simulate: a real robot's time is what it is"
+                else "on wall time against a plant it does not simulate, and a real robot's time is what it is: "
+                "use 'wall', or run it on a lockstep simulator's clock (use_sim_time)"
             )
             raise ParameterError(
-                f"parameter 'timing_model' = '{model.describe()}' is refused: {type(self).__name__} runs {where}; "
-                "use 'wall' (docs/time_models.md)"
+                f"parameter 'timing_model' = '{model.describe()}' is refused: {type(self).__name__} runs {where} "
+                "(docs/time_models.md)"
             )
         self._world = WorldGate(model, self.params.control_period_ns)
         self._simulated_now_ns = 0  # a self-clocked agent's time: its next tick
@@ -372,6 +383,22 @@ class AgentNode(Node):
     def action_spec(self) -> ActionSpec:
         return self._protocol.spec
 
+    def commitment_ns(self, now_ns: int) -> int:
+        """How far a command sent at ``now_ns`` lets a lockstep simulator run at least: to
+        the next tick. (The last tick that commands is the one this puts at the point where
+        the world is to wait; a command that reaches further says so with ``commit_world``.)"""
+        return now_ns + self.params.control_period_ns
+
+    def commit_world(self, horizon_ns: int) -> None:
+        """A command that lets a lockstep simulator run to ``horizon_ns`` went out (for an
+        agent that ``reports_commitments``; the base assumes ``commitment_ns`` of every
+        tick that applies an action otherwise). The next action cannot start before it."""
+        self._world.commit(horizon_ns)
+
+    def _commanded(self, now: int) -> None:
+        if self._waits_on_clock and not self.reports_commitments:
+            self._world.commit(self.commitment_ns(now))
+
     def now_ns(self) -> int:
         """The agent's time: its clock's, or a self-clocked agent's simulated time."""
         if self._self_clocked:
@@ -448,6 +475,7 @@ class AgentNode(Node):
         if protocol.state is AgentState.AFTER_RESET:
             # The reset hook drives the plant until it reports done.
             done = self._call_hook("reset_done", self.reset_done)
+            self._commanded(now)
             if done:
                 self._send_reset_observation(now)
                 return self._world.may_run(now)
@@ -462,12 +490,33 @@ class AgentNode(Node):
                 self._world.observed(now)
         elif event is TickEvent.WATCHDOG:
             self._on_watchdog(now)
-        runs = self._world.may_run(now) or protocol.state is AgentState.EXECUTING
+        if self._waits_on_clock:
+            runs = protocol.state is AgentState.EXECUTING or self._world.may_commit(self.commitment_ns(now))
+            if not runs:
+                self._check_the_clock_waits(now)
+        else:
+            runs = self._world.may_run(now) or protocol.state is AgentState.EXECUTING
         if runs:
             self._apply_current()
+            self._commanded(now)
         if observed:
             self._publish_timing(now)
         return runs
+
+    def _check_the_clock_waits(self, now: int) -> None:
+        """Say once if the simulator's clock runs on although the world waits for the
+        learner: it is not lockstep, and think times are the machine's, not the model's."""
+        until = self._world.waits_from_ns
+        if until is None or self._clock_ran_on_logged:
+            return
+        if now > until + self.params.control_period_ns:
+            self._clock_ran_on_logged = True
+            self.get_logger().error(
+                f"timing model {self.params.timing_model.describe()}: the simulator's clock ran on past "
+                f"{ns_to_seconds(now - until):.3f} s after where the world waits for the learner; it does not "
+                "wait for commands (the Panda mock waits with lockstep: true and lockstep_timeout: 0), so think "
+                "times are longer than the model's"
+            )
 
     def _apply_current(self) -> None:
         action = self._protocol.active_action
@@ -642,6 +691,7 @@ class AgentNode(Node):
             return
         self._world.start_ns(now)
         self._start_step(step, now)
+        self._commanded(now)
         if self._self_clocked:  # the start applied the action for this tick's period
             self._simulated_now_ns = now + self.params.control_period_ns
         self._resume_world()
@@ -733,6 +783,11 @@ class AgentNode(Node):
         self._resume_world()
         options = np.asarray(goal.reset_options, dtype=np.float64)
         self._call_hook("reset_workspace", self.reset_workspace, seed, options)
+        if self._waits_on_clock and self._protocol.state is AgentState.AFTER_RESET:
+            # The world may be waiting for a command: the reset's first one lets it go on
+            # (the reset observation is a tick's, as always).
+            self._call_hook("reset_done", self.reset_done)
+            self._commanded(now)
 
     async def _execute_episode(self, goal_handle: ServerGoalHandle) -> Episode.Result:
         # The episode may be over before this runs (a reset hook failed at once): its

@@ -196,7 +196,8 @@ class WorldGate:
     then the world waits. The next action starts at ``ato_ns`` + that think time: at that
     instant if it arrived earlier (it waits), at once if it arrived later (a world that
     cannot stop exactly, such as a lockstep simulation a command ahead, has run on a
-    little). ``wall``: the world never waits and an action starts when it arrives.
+    little: ``commit`` says how far, and the action then starts there).
+    ``wall``: the world never waits and an action starts when it arrives.
     test_think_time.py holds these rules.
     """
 
@@ -207,6 +208,7 @@ class WorldGate:
         self.control_period_ns = control_period_ns
         self._sampler = model.sampler(None)
         self._until_ns: int | None = None
+        self._committed_ns: int | None = None  # the furthest a sent command lets the world run
 
     def new_episode(self, seed: int | None) -> None:
         """A seeded episode restarts the think times from its seed; an unseeded one goes on
@@ -226,22 +228,38 @@ class WorldGate:
         periods = (round(think * NS_PER_S) + period // 2) // period  # the nearest whole count
         self._until_ns = ato_ns + periods * period
 
+    def commit(self, horizon_ns: int) -> None:
+        """A command that lets a lockstep world run to ``horizon_ns`` went out: the world
+        cannot wait before there, so the next action starts there at the earliest."""
+        if self._committed_ns is None or horizon_ns > self._committed_ns:
+            self._committed_ns = horizon_ns
+
     @property
     def waits_from_ns(self) -> int | None:
-        """Where the world stops and waits for the next action (None: it never does)."""
-        return self._until_ns
+        """Where the world stops and waits for the next action (None: it never does):
+        after the think time, or where the commands already sent take it, if further."""
+        if self._until_ns is None or self._committed_ns is None:
+            return self._until_ns
+        return max(self._until_ns, self._committed_ns)
 
     def may_run(self, now_ns: int) -> bool:
         """Whether the previous action may still advance the world at ``now_ns``."""
         return self._until_ns is None or now_ns < self._until_ns
 
+    def may_commit(self, horizon_ns: int) -> bool:
+        """Whether the world may be committed up to ``horizon_ns``: what an agent on a
+        lockstep simulator's clock asks before a command that lets the simulation run to
+        there (a command sent at a tick lets it run at least to the next one)."""
+        return self._until_ns is None or horizon_ns <= self._until_ns
+
     def may_start(self, now_ns: int) -> bool:
         """Whether an action arriving at ``now_ns`` starts at once (else it waits for
         ``waits_from_ns``)."""
-        return self._until_ns is None or now_ns >= self._until_ns
+        waits_from = self.waits_from_ns
+        return waits_from is None or now_ns >= waits_from
 
     def start_ns(self, arrival_ns: int) -> int:
         """When an action that arrived at ``arrival_ns`` starts; then the world runs free
         until the next observation."""
-        until, self._until_ns = self._until_ns, None
-        return arrival_ns if until is None else max(arrival_ns, until)
+        waits_from, self._until_ns = self.waits_from_ns, None
+        return arrival_ns if waits_from is None else max(arrival_ns, waits_from)
