@@ -16,6 +16,7 @@ from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+LANDER = "spin_decoupler_ros.examples.lunar_lander.agent"
 TIMESTEP = 0.05
 
 
@@ -85,3 +86,27 @@ def test_sb3_trains_through_the_vec_wrapper(processes: ProcessGroup, tmp_path: P
         assert model.num_timesteps >= 64
     finally:
         venv.close()
+
+
+def test_a_lander_policy_chooses_its_engine_and_its_duration(processes: ProcessGroup, tmp_path: Path) -> None:
+    """LunarLander with ``duration_choices``: a MultiDiscrete action whose second element
+    picks one of the durations evenly over the range, run by the agent as asked (here
+    under ``none``: exact frames of simulated time), seen in the timing features."""
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
+
+    params = {"control_rate": 1000.0, "rl_timestep": 0.004, "timing_model": "none"}
+    start_node(processes, LANDER, tmp_path, namespace="/lander", params=params, label="lander")
+    env = LunarLanderEnv(
+        "/lander", duration_range=(0.001, 0.007), duration_choices=4, client_options={"connect_timeout": 20}
+    )
+    wrapped = TimingInObservation(env)
+    try:
+        wrapped.reset(seed=2)
+        for choice, frames in ((0, 1), (3, 7), (1, 3)):
+            observation, _, _, _, info = wrapped.step(np.array([2, choice]))
+            assert info["frames"] == frames
+            np.testing.assert_allclose(observation[8 + 1], frames / 1000.0, atol=1e-9)  # the duration feature
+            np.testing.assert_array_equal(observation[8 + 3 :], np.eye(4)[2].tolist() + np.eye(4)[choice].tolist())
+        gymnasium_check_env(wrapped, skip_render_check=True)
+    finally:
+        wrapped.close()

@@ -46,8 +46,13 @@ def test_a_step_without_timing_counts_as_zeros() -> None:
 def test_a_discrete_action_is_one_hot_and_other_spaces_are_refused() -> None:
     np.testing.assert_array_equal(encode_action(spaces.Discrete(4), 2), [0, 0, 1, 0])
     np.testing.assert_array_equal(encode_action(spaces.Discrete(3, start=1), np.array([1])), [1, 0, 0])
-    with pytest.raises(TypeError, match="Box or Discrete"):
+    # A MultiDiscrete (an action and a duration choice): one one-hot per element.
+    np.testing.assert_array_equal(encode_action(spaces.MultiDiscrete([4, 3]), [3, 1]), [0, 0, 0, 1, 0, 1, 0])
+    assert StepTimingFeatures(spaces.MultiDiscrete([4, 3])).size == 3 + 7
+    with pytest.raises(TypeError, match="Box, Discrete or flat MultiDiscrete"):
         StepTimingFeatures(spaces.MultiBinary(3))
+    with pytest.raises(TypeError, match="Box, Discrete or flat MultiDiscrete"):
+        StepTimingFeatures(spaces.MultiDiscrete(np.array([[2, 2], [2, 2]])))
 
 
 def test_the_observation_space_grows_by_the_features_with_their_bounds() -> None:

@@ -10,8 +10,9 @@ append the same features to a flat Box observation:
     think     the think time before this step's action: ``lat`` minus the previous
               step's ``duration`` (after a reset: ``lat`` itself), the learner's best
               guess of the think time it is spending now
-    action    this step's action (a Box's values; a Discrete's one-hot): what keeps
-              running while the learner thinks about this observation
+    action    this step's action (a Box's values; a Discrete's one-hot, a
+              MultiDiscrete's one-hots): what keeps running while the learner thinks
+              about this observation
 
 After a reset every feature is 0. For a policy that chooses its durations as well, give
 the ``DecoupledEnv`` a ``duration_range``: the duration is then part of the action.
@@ -42,14 +43,23 @@ def action_features_size(action_space: spaces.Space[Any]) -> int:
         return int(np.prod(action_space.shape))
     if isinstance(action_space, spaces.Discrete):
         return int(action_space.n)
-    raise TypeError(f"timing features need a Box or Discrete action space, not {action_space}")
+    if isinstance(action_space, spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
+        return int(np.sum(action_space.nvec))
+    raise TypeError(f"timing features need a Box, Discrete or flat MultiDiscrete action space, not {action_space}")
 
 
 def encode_action(action_space: spaces.Space[Any], action: Any) -> np.ndarray:
-    """The action as numbers: a Box's values clipped to its bounds, a Discrete's one-hot."""
+    """The action as numbers: a Box's values clipped to its bounds, a Discrete's one-hot,
+    a MultiDiscrete's one-hots one after the other."""
     if isinstance(action_space, spaces.Discrete):
         encoded = np.zeros(int(action_space.n))
         encoded[int(np.asarray(action).reshape(-1)[0]) - int(action_space.start)] = 1.0
+        return encoded
+    if isinstance(action_space, spaces.MultiDiscrete):
+        choices = np.asarray(action, dtype=np.int64).reshape(-1) - action_space.start.reshape(-1)
+        offsets = np.concatenate(([0], np.cumsum(action_space.nvec)[:-1]))
+        encoded = np.zeros(int(np.sum(action_space.nvec)))
+        encoded[offsets + choices] = 1.0
         return encoded
     box = action_space
     assert isinstance(box, spaces.Box)

@@ -63,7 +63,9 @@ class LunarLanderAgent(AgentNode):
     def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
         self.plant.reset(seed)
         self._action = 0
-        self._last_frame_ns = self.now_ns()
+        # No frame yet in this episode: the first action's start runs one, as every
+        # later action's does (test_time_aware_env.py::test_a_lander_policy_chooses...).
+        self._last_frame_ns = self.now_ns() - self.params.control_period_ns
 
 
 def main(args: list[str] | None = None) -> int:

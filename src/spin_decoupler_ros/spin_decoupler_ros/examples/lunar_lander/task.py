@@ -22,6 +22,8 @@ class LunarLanderEnv(DecoupledEnv):
 
     ## Action
     ``Discrete(4)``: noop, left engine, main engine, right engine; sent as one number.
+    With ``duration_choices=K`` (and a ``duration_range``), ``MultiDiscrete([4, K])``:
+    the engine and one of K durations evenly from the range's min to its max.
 
     ## Reward and episode end
     Gymnasium's, summed over the frames of a step, rebuilt by ``transport.step_reward``
@@ -30,14 +32,17 @@ class LunarLanderEnv(DecoupledEnv):
     learner was thinking count too.
     """
 
-    def __init__(self, agent_namespace: str = "", **kwargs: Any) -> None:
+    def __init__(self, agent_namespace: str = "", *, duration_choices: int = 0, **kwargs: Any) -> None:
         from gymnasium.envs.box2d.lunar_lander import LunarLander
 
+        if duration_choices and (duration_choices < 2 or kwargs.get("duration_range") is None):
+            raise ValueError(f"duration_choices={duration_choices} needs a duration_range and at least 2 choices")
+        self.duration_choices = duration_choices
         reference = LunarLander()
         super().__init__(
             agent_namespace,
             observation_space=reference.observation_space,
-            action_space=spaces.Discrete(4),
+            action_space=spaces.MultiDiscrete([4, duration_choices]) if duration_choices else spaces.Discrete(4),
             **kwargs,
         )
         reference.close()
@@ -49,7 +54,10 @@ class LunarLanderEnv(DecoupledEnv):
         self._frames_before = 0.0
 
     def agent_action(self, action: Any) -> np.ndarray:
-        return np.array([float(int(action))])
+        if not self.duration_choices:
+            return np.array([float(int(action))])
+        engine, choice = (int(value) for value in np.asarray(action).reshape(-1))
+        return np.array([float(engine), -1.0 + 2.0 * choice / (self.duration_choices - 1)])  # [-1, 1]: the range
 
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
         if answer.seq == 0:  # the reset observation: the first step's reward starts here
