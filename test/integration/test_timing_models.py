@@ -157,3 +157,61 @@ def test_a_timing_model_is_refused_on_a_real_panda_and_wall_changes_nothing() ->
     with pytest.raises(ParameterError, match="unknown kind"):
         timing_model_overrides("later", mock=True)
     assert timing_model_overrides("wall", mock=False) == ({}, {})
+
+
+def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_clock(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """``lockstep_timeout: 0``: once commanded, the mock simulates to the command's first
+    point and stands there however long; meanwhile it repeats its last /clock (best
+    effort for rclpy's time source: one lost would leave the agent short of its tick)."""
+    from builtin_interfaces.msg import Duration
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from franka_agent.core import panda
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    start_node(
+        processes,
+        PANDA_MOCK,
+        tmp_path,
+        params_files=(PANDA_CONFIG,),
+        params={"speed_factor": 0.0, "lockstep": True, "lockstep_timeout": 0.0},
+        ready_text="mock Panda ready",
+        label="mock_hardware",
+    )
+    context = init_private_context()
+    node = Node("lockstep_commander", context=context)
+    stamps: list[int] = []
+    node.create_subscription(Clock, "/clock", lambda msg: stamps.append(msg.clock.sec * 10**9 + msg.clock.nanosec), 10)
+    publisher = node.create_publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", 10)
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+
+    def spin(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.01)
+
+    try:
+        deadline = time.monotonic() + 10
+        while (publisher.get_subscription_count() == 0 or not stamps) and time.monotonic() < deadline:
+            spin(0.05)
+        assert stamps, "no /clock from the mock"
+        hold = JointTrajectoryPoint(
+            positions=list(panda.HOME), velocities=[0.0] * 7, time_from_start=Duration(nanosec=100_000_000)
+        )
+        publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[hold]))
+        spin(0.3)  # it simulates to the point (at once, flat out), then waits
+        before = len(stamps)
+        spin(1.0)
+        waiting = stamps[before:]
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    assert len(waiting) >= 5, f"{len(waiting)} /clock messages in a second of waiting"
+    assert len(set(waiting)) == 1, "time moved without a command"

@@ -25,7 +25,7 @@ def example_launch_description(
         package=PACKAGE,
         executable=f"{example}_agent",
         namespace=LaunchConfiguration("namespace"),
-        parameters=[config],
+        parameters=[config, {"timing_model": LaunchConfiguration("timing_model")}],
         output="screen",
     )
     trainer = Node(
@@ -53,6 +53,12 @@ def example_launch_description(
                 "total_timesteps", default_value=str(total_timesteps), description=f"{algorithm} training steps"
             ),
             DeclareLaunchArgument("run_dir", default_value=f"runs/{example}", description="where the results go"),
+            DeclareLaunchArgument(
+                "timing_model",
+                default_value="wall",
+                description="how long the agent's world runs on while the learner thinks: wall, none, fixed:<s>, "
+                "lognormal:<median>,<p99>, replay:<steps.csv> (docs/time_models.md)",
+            ),
             agent,
             trainer,
             # The experiment is over when the trainer exits: stop the agent too.

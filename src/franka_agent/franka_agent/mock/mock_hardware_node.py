@@ -218,7 +218,7 @@ class MockPandaHardware(Node):
             period = (self.lockstep_timeout or FIRST_COMMAND_WAIT_S) / 4 if self.lockstep else 0.001
         self._wall_start = time.monotonic()
         self._sim_start = 0.0
-        self._timer = self.create_timer(period, self._advance_allowed, clock=self._wall_clock)
+        self._timer = self.create_timer(period, self._on_timer, clock=self._wall_clock)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._wall_clock)
         if self.realtime_priority > 0:
             granted, text = request_realtime(self.realtime_priority)
@@ -235,6 +235,14 @@ class MockPandaHardware(Node):
     @property
     def sim_time(self) -> float:
         return self.sim.time
+
+    def _on_timer(self) -> None:
+        self._advance_allowed()
+        if self.lockstep_timeout == 0.0 and self._horizon_ns is not None and self._blocked(time.monotonic()):
+            # Waiting for the agent however long: say again where time stands, since
+            # /clock is best effort for its subscribers (rclpy's time source) and a lost
+            # last message would leave the agent short of the tick it waits for.
+            self._clock_pub.publish(self._clock_msg)
 
     def _advance_allowed(self) -> None:
         """Simulate as far as wall time x speed and (in lockstep) the command horizon allow."""

@@ -1,0 +1,207 @@
+"""Time as an input, measured: LunarLander PPO in-process against decoupled under timing
+models, and learners blind to time against learners that see or choose it.
+
+    ./ws bench time_aware [--timesteps 100000] [--seeds 0 1 2] [--configs none jitter_aware ...]
+
+Configurations, each trained and evaluated once per seed (PPO as bench/lunarlander.py
+runs it, one torch thread):
+
+    inprocess                 Gymnasium's LunarLander repeating each action for 4 frames
+    none                      decoupled under ``none``: the same MDP (``same_mdp`` shows it)
+    jitter_unaware            decoupled under JITTER, the lander's observation alone
+    jitter_aware              ... with the timing features (``TimingInObservation``)
+    jitter_variable_duration  ... and the policy choosing 1-8 frames per step as well
+
+The agent is the LunarLander node, self-clocked at 1 kHz (a frame per millisecond of its
+simulated time), so JITTER's think times are frames the last action keeps firing: a
+median of 2, a 99th percentile of 8, against 4 frames per step. Each decoupled
+configuration is evaluated under its own model. LunarLander's reward is already a sum
+over frames, so a policy that chooses its durations needs no time weighting here
+(``TimeWeightedReward`` is for rewards given per step).
+
+Writes bench/results/time_aware.json: per configuration the mean and spread over seeds of
+the evaluation return, each seed's, and the training wall time. Targets: ``none``
+within 3x the in-process wall time; the time-aware learner recovers at least half of
+the return jitter costs the unaware one (``recovered_fraction`` >= 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import isolate_dds, write_result
+
+CONTROL_RATE = 1000.0
+FRAMES_PER_STEP = 4
+JITTER = "lognormal:0.002,0.008"
+DURATION_RANGE = (0.001, 0.008)  # 1 to 8 frames
+DURATION_CHOICES = 8
+CONFIGS = ("inprocess", "none", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
+MODELS = {
+    "none": "none",
+    "jitter_unaware": JITTER,
+    "jitter_aware": JITTER,
+    "jitter_variable_duration": JITTER,
+}
+
+
+def train_and_evaluate(env: Any, seed: int, timesteps: int, eval_episodes: int) -> dict[str, float]:
+    from spin_decoupler_ros.examples.lunar_lander.train import evaluate, make_ppo
+    from spin_decoupler_ros.rl.training import FreezeGarbageCollector
+
+    model = make_ppo(env, seed=seed)
+    started = time.perf_counter()
+    model.learn(total_timesteps=timesteps, callback=FreezeGarbageCollector())
+    wall_s = time.perf_counter() - started
+    mean_return, _ = evaluate(model, env, eval_episodes, seed=10_000)
+    print(f"    seed {seed}: mean return {mean_return:.1f}, {wall_s:.0f} s", flush=True)
+    return {"mean_return": mean_return, "wall_s": wall_s}
+
+
+def decoupled_env(config: str, namespace: str) -> Any:
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
+    from spin_decoupler_ros.rl.time_aware import TimingInObservation
+
+    client_options = {"connect_timeout": 30}
+    if config == "jitter_variable_duration":
+        env = LunarLanderEnv(
+            namespace,
+            duration_range=DURATION_RANGE,
+            duration_choices=DURATION_CHOICES,
+            client_options=client_options,
+        )
+    else:
+        env = LunarLanderEnv(namespace, client_options=client_options)
+    return TimingInObservation(env) if config in ("jitter_aware", "jitter_variable_duration") else env
+
+
+def start_agent(model: str, namespace: str, log_dir: Path) -> Any:
+    from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
+
+    params = {"control_rate": CONTROL_RATE, "rl_timestep": FRAMES_PER_STEP / CONTROL_RATE, "timing_model": model}
+    agent = NodeProcess(
+        "spin_decoupler_ros.examples.lunar_lander.agent",
+        ros_args(namespace=namespace, params=params),
+        log_path=log_dir / f"time_aware_agent{namespace.replace('/', '_')}.log",
+    )
+    agent.start()
+    if not agent.wait_for_log("agent ready", 30):
+        agent.stop()
+        raise SystemExit(f"agent did not start:\n{agent.log_text()}")
+    return agent
+
+
+def same_mdp(steps: int = 400) -> dict[str, Any]:
+    """One episode in-process and one decoupled under ``none``, same seed, same actions:
+    the largest difference of observation and reward, and both lengths."""
+    from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
+
+    actions = np.random.default_rng(0).integers(0, 4, size=steps)
+
+    def play(env: Any) -> tuple[list[np.ndarray], list[float]]:
+        observation, _ = env.reset(seed=123)
+        observations, rewards = [np.asarray(observation)], []
+        for action in actions:
+            observation, reward, terminated, truncated, _ = env.step(int(action))
+            observations.append(np.asarray(observation))
+            rewards.append(float(reward))
+            if terminated or truncated:
+                break
+        return observations, rewards
+
+    inprocess = play(FrameSkipLunarLander(FRAMES_PER_STEP))
+    agent = start_agent("none", "/lander_mdp", Path("log/bench"))
+    with agent:
+        env = decoupled_env("none", "/lander_mdp")
+        try:
+            decoupled = play(env)
+        finally:
+            env.close()
+    length = min(len(inprocess[1]), len(decoupled[1]))
+    pairs = zip(inprocess[0][: length + 1], decoupled[0][: length + 1], strict=True)
+    observation_gap = max(float(np.max(np.abs(a - b))) for a, b in pairs)
+    reward_gap = max(abs(a - b) for a, b in zip(inprocess[1][:length], decoupled[1][:length], strict=True))
+    return {
+        "steps_inprocess": len(inprocess[1]),
+        "steps_decoupled": len(decoupled[1]),
+        "max_observation_difference": observation_gap,
+        "max_reward_difference": reward_gap,
+    }
+
+
+def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    print(f"{config}:", flush=True)
+    runs = []
+    if config == "inprocess":
+        from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
+
+        for seed in seeds:
+            env = FrameSkipLunarLander(FRAMES_PER_STEP)
+            runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
+    else:
+        namespace = f"/lander_{config}"
+        with start_agent(MODELS[config], namespace, Path("log/bench")):
+            for seed in seeds:
+                env = decoupled_env(config, namespace)
+                try:
+                    runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
+                finally:
+                    env.close()
+    returns = [run["mean_return"] for run in runs]
+    walls = [run["wall_s"] for run in runs]
+    return {
+        "mean_return": round(float(np.mean(returns)), 2),
+        "std_return": round(float(np.std(returns)), 2),
+        "returns": [round(value, 2) for value in returns],
+        "wall_s": round(float(np.mean(walls)), 1),
+        "model": MODELS.get(config, "in-process"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--timesteps", type=int, default=100_000, help="PPO steps per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
+    args = parser.parse_args()
+    isolate_dds()
+    import torch
+
+    torch.set_num_threads(1)
+    Path("log/bench").mkdir(parents=True, exist_ok=True)
+    lander: dict[str, Any] = {"seeds": args.seeds, "same_mdp": same_mdp()}
+    print(f"same MDP: {lander['same_mdp']}", flush=True)
+    for config in args.configs:
+        lander[config] = run_config(config, args.seeds, args)
+    if {"inprocess", "none"} <= set(lander):
+        lander["none_wall_ratio"] = round(lander["none"]["wall_s"] / lander["inprocess"]["wall_s"], 2)
+    if {"none", "jitter_unaware", "jitter_aware"} <= set(lander):
+        lost = lander["none"]["mean_return"] - lander["jitter_unaware"]["mean_return"]
+        regained = lander["jitter_aware"]["mean_return"] - lander["jitter_unaware"]["mean_return"]
+        lander["recovered_fraction"] = round(regained / lost, 3) if lost > 0 else None
+    lander["setup"] = {
+        "timesteps": args.timesteps,
+        "eval_episodes": args.eval_episodes,
+        "frames_per_step": FRAMES_PER_STEP,
+        "control_rate_hz": CONTROL_RATE,
+        "jitter": JITTER,
+        "duration_range_s": DURATION_RANGE,
+        "duration_choices": DURATION_CHOICES,
+        "torch_threads": 1,
+    }
+    lander["targets"] = "none_wall_ratio <= 3, recovered_fraction >= 0.5"
+    print({key: value for key, value in lander.items() if key != "setup"}, flush=True)
+    write_result("time_aware", {"lunarlander": lander})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
