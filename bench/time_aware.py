@@ -101,12 +101,17 @@ def start_agent(model: str, namespace: str, log_dir: Path) -> Any:
 def same_mdp(steps: int = 400) -> dict[str, Any]:
     """One episode in-process and one decoupled under ``none``, same seed, same actions:
     the largest difference of observation and reward, and both lengths."""
+    from gymnasium.utils import seeding
+
     from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
 
     actions = np.random.default_rng(0).integers(0, 4, size=steps)
+    # A decoupled env seeds its agent with a draw from its own seeded generator: the
+    # in-process lander gets that seed.
+    agent_seed = int(seeding.np_random(123)[0].integers(0, 2**31 - 1))
 
-    def play(env: Any) -> tuple[list[np.ndarray], list[float]]:
-        observation, _ = env.reset(seed=123)
+    def play(env: Any, seed: int) -> tuple[list[np.ndarray], list[float]]:
+        observation, _ = env.reset(seed=seed)
         observations, rewards = [np.asarray(observation)], []
         for action in actions:
             observation, reward, terminated, truncated, _ = env.step(int(action))
@@ -116,12 +121,12 @@ def same_mdp(steps: int = 400) -> dict[str, Any]:
                 break
         return observations, rewards
 
-    inprocess = play(FrameSkipLunarLander(FRAMES_PER_STEP))
+    inprocess = play(FrameSkipLunarLander(FRAMES_PER_STEP), agent_seed)
     agent = start_agent("none", "/lander_mdp", Path("log/bench"))
     with agent:
         env = decoupled_env("none", "/lander_mdp")
         try:
-            decoupled = play(env)
+            decoupled = play(env, 123)
         finally:
             env.close()
     length = min(len(inprocess[1]), len(decoupled[1]))
