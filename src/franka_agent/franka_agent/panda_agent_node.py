@@ -44,8 +44,10 @@ from franka_agent.core import panda
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage, sensor_qos
+from spin_decoupler_ros.agent.diagnostics import Check
 from spin_decoupler_ros.conversions import float64_field, set_stamp, time_to_ns
 from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.health import Figures, Level, assess_state_age
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
@@ -76,6 +78,7 @@ class PandaAgent(AgentNode):
         self._q: np.ndarray | None = None
         self._dq = np.zeros(panda.DOF)
         self._state_ns = 0
+        self._state_wall: float | None = None  # monotonic time the newest state was taken in
         self._order: list[int] = []  # where panda_joint1..7 are in messages named like
         self._order_names: list[str] | None = None  # this (the arm's last message)
         self._reset_started_ns: int | None = None
@@ -208,6 +211,7 @@ class PandaAgent(AgentNode):
         for raw in reversed(self._joint_state_reader.take_all_serialized()):
             if self._take_in(deserialize_message(raw, JointState)):
                 self._state_ns = self.now_ns()  # within a tick of its arrival
+                self._state_wall = time.monotonic()
                 return
 
     def _take_in(self, msg: JointState) -> bool:
@@ -317,7 +321,10 @@ class PandaAgent(AgentNode):
             self._note_tick(started, now_ns)
             if self._stale_after_stop(started, now_ns):
                 return
-        if started < self._quiet_until or self._catching_up(started, now_ns):
+        # (A lockstep mock under a timing model waits for every command: nothing can be
+        # late, and a command not sent would leave it standing for good;
+        # test_timing_models.py::test_the_panda_mock_waits_for_the_learner...)
+        if not self.waits_on_clock and (started < self._quiet_until or self._catching_up(started, now_ns)):
             return
         if self._continued_at > self._settled_stop_at:
             # Stopped: the last command may have reached the controller after the stop,
@@ -388,6 +395,17 @@ class PandaAgent(AgentNode):
         return self._trajectory
 
     # -- AgentNode hooks ----------------------------------------------------------------
+
+    def diagnostic_checks(self, figures: Figures) -> list[Check]:
+        """The joint states' age in wall time (a stopped robot, or a mock that is, stops
+        them whatever the clock does), unless the world waits for the learner."""
+        self._decode_state()
+        values = (("topic", self.joint_states_topic),)
+        if self.world_waits():
+            return [Check("joint states", Level.OK, "the world waits for the learner (timing model)", values)]
+        age = None if self._state_wall is None else time.monotonic() - self._state_wall
+        level, text = assess_state_age(age, self.health_thresholds)
+        return [Check("joint states", level, text, values)]
 
     def build_observation(self) -> np.ndarray:
         q, dq = self._measured()

@@ -36,6 +36,7 @@ from rclpy.timer import Timer
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
+from spin_decoupler_ros.agent.diagnostics import AgentDiagnostics, Check, declare_health_parameters
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
     float64_field,
@@ -44,6 +45,7 @@ from spin_decoupler_ros.conversions import (
     set_stamp,
 )
 from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.health import Figures, LearnerState, assess_control_loop, assess_learner
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
@@ -66,6 +68,13 @@ TIMING_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, histo
 # A self-clocked agent simulates ticks back to back for at most this long (wall) per
 # callback, so commands, cancels and goals are taken in between.
 SIMULATION_SLICE_S = 0.002
+# What /diagnostics says of the learner, from the agent's status.
+LEARNER_STATES = {
+    AgentStatus.IDLE: LearnerState.IDLE,
+    AgentStatus.RUNNING: LearnerState.RUNNING,
+    AgentStatus.HOLDING: LearnerState.HOLDING,
+    AgentStatus.FAULT: LearnerState.FAULT,
+}
 
 _OUTCOME_NAMES = {
     Episode.Result.ENDED: "ENDED",
@@ -237,6 +246,7 @@ class AgentNode(Node):
     ) -> None:
         super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
         self.params = declare_agent_parameters(self)
+        diagnostics_period, self.health_thresholds = declare_health_parameters(self)
         clock = self.get_clock()
         self._on_simulated_time = isinstance(clock, ROSClock) and clock.ros_time_is_active
         model = self.params.timing_model
@@ -288,6 +298,8 @@ class AgentNode(Node):
         self._feedback_msg = Episode.Feedback()
         self._timing_msg = StepTiming()
 
+        self._last_duration_ns = 0  # the last observed action's, for the learner's think time
+        self._diagnostics = AgentDiagnostics(self, diagnostics_period, self._health_checks)
         self._status_pub = self.create_publisher(AgentStatus, "status", LATCHED_QOS)
         self._description_pub = self.create_publisher(AgentDescription, "description", LATCHED_QOS)
         self._timing_pub = self.create_publisher(StepTiming, "step_timing", TIMING_QOS)
@@ -373,6 +385,11 @@ class AgentNode(Node):
         """Hold the plant safely: applied when idle, holding, or after a hook failed."""
         self.apply_action(self.null_action())
 
+    def diagnostic_checks(self, figures: Figures) -> list[Check]:
+        """Statuses of the agent's own to publish on /diagnostics beside the control loop's
+        and the learner's (the Panda: its joint states). Runs once per diagnostics period."""
+        return []
+
     # -- public state -----------------------------------------------------------------
 
     @property
@@ -398,6 +415,32 @@ class AgentNode(Node):
     def _commanded(self, now: int) -> None:
         if self._waits_on_clock and not self.reports_commitments:
             self._world.commit(self.commitment_ns(now))
+
+    @property
+    def waits_on_clock(self) -> bool:
+        """Under a timing model on a lockstep simulator's clock: the simulator runs only as
+        far as the commands sent let it, so no command can arrive late, and a tick that
+        sends none leaves the world standing (a stall guard must not skip one)."""
+        return self._waits_on_clock
+
+    def world_waits(self) -> bool:
+        """Whether, under a timing model, the world stands still waiting for the learner
+        (or, self-clocked, for an episode): no tick is then due."""
+        if self._self_clocked:
+            return self._control_timer.is_canceled()
+        return self._waits_on_clock and self._world.waits_from_ns is not None
+
+    def _health_checks(self, figures: Figures) -> list[Check]:
+        """The base's statuses for /diagnostics (core/health.py holds the rules)."""
+        thresholds = self.health_thresholds
+        values = figures.key_values()
+        level, text = assess_control_loop(figures, thresholds, waiting=self.world_waits())
+        checks = [Check("control loop", level, text, tuple(values[:4]))]
+        level, text = assess_learner(LEARNER_STATES.get(self._status_state, LearnerState.IDLE), figures, thresholds)
+        about = (("client", self._status_client or "-"), ("status", self._status_message))
+        checks.append(Check("learner", level, text, (*about, *values[4:])))
+        checks.extend(self.diagnostic_checks(figures))
+        return checks
 
     def now_ns(self) -> int:
         """The agent's time: its clock's, or a self-clocked agent's simulated time."""
@@ -435,7 +478,7 @@ class AgentNode(Node):
         if not self._ready_logged:  # said from the loop itself: ready means running
             self._log_ready()
         now = self.now_ns()
-        self._tick_monitor.on_tick(now)
+        self._note_period(now, self._tick_monitor.on_tick(now))
         if not self._on_simulated_time:
             # On wall time, how late this tick ran (the timer already counts from its next
             # due time). On simulated time a tick runs when /clock reaches it: nothing to learn.
@@ -451,13 +494,17 @@ class AgentNode(Node):
         slice_end = time.monotonic() + SIMULATION_SLICE_S
         while True:
             now = self._simulated_now_ns
-            self._tick_monitor.on_tick(now)
+            self._note_period(now, self._tick_monitor.on_tick(now))
             if not self._control_step(now):
                 self._control_timer.cancel()
                 return
             self._simulated_now_ns = now + period
             if time.monotonic() >= slice_end:
                 return
+
+    def _note_period(self, now: int, period: int | None) -> None:
+        if period is not None:
+            self._diagnostics.window.on_period(now, period, period > self._tick_monitor.late_threshold_ns)
 
     def _resume_world(self) -> None:
         if self._self_clocked and self._control_timer.is_canceled():
@@ -580,6 +627,7 @@ class AgentNode(Node):
             return
         self._protocol.reset_observed(now)
         self._world.observed(now)
+        self._last_duration_ns = 0
         self._tick_monitor.start_step()
         self._publish_answer(
             handle, 0, obs, None, now, lat_ns=0, hold_ns=0, duration_ns=0, received_ns=handle.received_ns
@@ -594,6 +642,7 @@ class AgentNode(Node):
         if obs is None or handle is None:
             return False
         reward = self._call_hook("agent_reward", self.agent_reward)
+        self._last_duration_ns = now - step.start_ns
         self._publish_answer(
             handle,
             step.seq,
@@ -690,6 +739,8 @@ class AgentNode(Node):
             self._reject_step(episode_id, msg.seq, str(exc))
             return
         self._world.start_ns(now)
+        lat_s = ns_to_seconds(step.lat_ns)
+        self._diagnostics.window.on_step(lat_s, lat_s - ns_to_seconds(self._last_duration_ns))
         self._start_step(step, now)
         self._commanded(now)
         if self._self_clocked:  # the start applied the action for this tick's period

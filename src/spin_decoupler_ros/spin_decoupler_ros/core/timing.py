@@ -62,11 +62,12 @@ class TickMonitor:
         self._history = np.zeros((history, 2), dtype=np.int64) if history > 0 else None
         self._history_count = 0
 
-    def on_tick(self, now_ns: int, *, scheduled: bool = True) -> None:
-        """Record a tick at ``now_ns``; ``scheduled`` is False for an early, re-phasing tick."""
+    def on_tick(self, now_ns: int, *, scheduled: bool = True) -> int | None:
+        """Record a tick at ``now_ns``; ``scheduled`` is False for an early, re-phasing tick.
+        Returns the period it ended (None if it ended none)."""
         last, self._last_tick_ns = self._last_tick_ns, now_ns
         if not scheduled or last is None:
-            return
+            return None
         period = now_ns - last
         self.total_ticks += 1
         self.step.ticks += 1
@@ -78,6 +79,7 @@ class TickMonitor:
         if self._history is not None:
             self._history[self._history_count % len(self._history)] = (now_ns, period)
             self._history_count += 1
+        return period
 
     def start_step(self) -> StepTickStats:
         """Begin a new action's statistics and return the finished one's."""
