@@ -20,6 +20,11 @@ from franka_agent.core.trajectory import sample_knots
 NS = 1_000_000_000
 DEFAULT_COMMAND_LEAD = 0.03  # s: see lead_periods_for and docs/timing.md
 SETTLE_NS = 300_000_000  # how long after a trajectory ends the arm is taken to rest on it
+# After re-planning from a measured rest, the first point comes this long after it: the
+# joint controller moves from where it holds (the end of the command it followed) to the
+# measured rest, which differ by the arm's tracking error, a cubic from rest to rest
+# (6 d / T^2: 0.27 rad/s^2 per mrad over 150 ms, so up to 22 mrad within 6 rad/s^2).
+BRIDGE_NS = 150_000_000
 
 
 def lead_periods_for(command_lead: float, period_ns: int) -> int:
@@ -217,6 +222,9 @@ class PandaController:
         if t_ns < ends + SETTLE_NS or (np.max(np.abs(dq)) > 1e-3 and t_ns < ends + 4 * SETTLE_NS):
             return False
         self.replan_from(q)
+        # (What the controller holds is the end of what it followed, q only up to the
+        # tracking error: the new plan starts at rest at q, BRIDGE_NS on.)
+        self._reference_ns = max(self._reference_ns, t_ns + BRIDGE_NS)
         return True
 
     def withdraw(self) -> None:
