@@ -382,12 +382,7 @@ def test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest(reach
     c = PandaController("joint_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.act(np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0]))
-    now = 0
-    for _ in range(12):  # at speed
-        command = c.command(now)
-        assert command is not None and sim.command(_points(command), now / 1e9)
-        sim.step(PERIOD // MS)
-        now += PERIOD
+    now = _command_for(c, sim, 0, 12)  # at speed
     stalled = c.command(now)  # one period more of motion at speed than the one before
     assert stalled is not None
     if reached:
@@ -401,11 +396,7 @@ def test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest(reach
     assert not c.uncertain
     rest = sim.q.copy()
     c.act(np.array([-1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0]))  # the next step
-    for _ in range(50):
-        command = c.command(now)
-        assert command is not None and sim.command(_points(command), now / 1e9)
-        sim.step(PERIOD // MS)
-        now += PERIOD
+    now = _command_for(c, sim, now, 50)
     assert sim.violations == []
     assert np.max(np.abs(sim.q - rest)) > 0.05  # and it moves on from there
 
@@ -422,22 +413,25 @@ def test_a_replan_from_a_measured_rest_bridges_the_tracking_error_within_the_lim
     c.start(sim.q, 0)
     c.act(np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0]))
     now = 0
-    for _ in range(12):
-        command = c.command(now)
-        assert command is not None and sim.command(_points(command), now / 1e9)
-        sim.step(PERIOD // MS)
-        now += PERIOD
+    now = _command_for(c, sim, 0, 12)
     c.mark_uncertain()
     while not c.settle_uncertainty(sim.q + error * np.array([1, -1, 1, -1, 1, -1, 1]), sim.dq, sim.time_ns):
         sim.step(PERIOD // MS)
         now += PERIOD
     c.act(np.array([-1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0]))
-    for _ in range(50):
+    _command_for(c, sim, now, 50)
+    assert sim.violations == []
+
+
+def _command_for(c: PandaController, sim: PandaSim, now: int, ticks: int) -> int:
+    """``ticks`` control periods of commands, each taken by the simulated controller;
+    returns the time after them."""
+    for _ in range(ticks):
         command = c.command(now)
         assert command is not None and sim.command(_points(command), now / 1e9)
         sim.step(PERIOD // MS)
         now += PERIOD
-    assert sim.violations == []
+    return now
 
 
 def test_an_uncertain_command_is_not_decided_while_the_arm_moves() -> None:
