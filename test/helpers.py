@@ -80,3 +80,34 @@ def run_module(module: str, *args: str, timeout: float) -> subprocess.CompletedP
         timeout=timeout,
         check=False,
     )
+
+
+def panda_config() -> Path:
+    from spin_decoupler_ros.tools.paths import find_config
+
+    return find_config("panda_reach.yaml", package="franka_agent")
+
+
+def start_panda_mock(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **mock: object) -> NodeProcess:
+    """The MuJoCo mock with the reach config, ``speed`` x real time (0: flat out, lockstep)."""
+    return start_node(
+        processes,
+        "franka_agent.mock.mock_hardware_node",
+        log_dir,
+        params_files=(panda_config(),),
+        params={"speed_factor": speed, **mock},
+        ready_text="mock Panda ready",
+        label="mock_hardware",
+    )
+
+
+def start_panda_agent(processes: ProcessGroup, log_dir: Path, **agent: object) -> NodeProcess:
+    """The Panda agent with the reach config, on the mock's simulated time."""
+    return start_node(
+        processes,
+        "franka_agent.panda_agent_node",
+        log_dir,
+        params_files=(panda_config(),),
+        params={"use_sim_time": True, **agent},
+        label="panda_agent",
+    )

@@ -11,18 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from helpers import start_node
+from helpers import start_node, start_panda_agent, start_panda_mock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
-PANDA_MOCK = "franka_agent.mock.mock_hardware_node"
-PANDA_AGENT = "franka_agent.panda_agent_node"
-PANDA_CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 
 
 class DiagnosticsReader:
@@ -90,23 +86,8 @@ def test_a_learner_silent_past_the_watchdog_turns_the_learner_status_to_warn(
 def test_joint_states_that_stop_turn_the_panda_joint_state_status_to_error(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
-    mock = start_node(
-        processes,
-        PANDA_MOCK,
-        tmp_path,
-        params_files=(PANDA_CONFIG,),
-        params={"speed_factor": 1.0, "lockstep": False},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
-    start_node(
-        processes,
-        PANDA_AGENT,
-        tmp_path,
-        params_files=(PANDA_CONFIG,),
-        params={"use_sim_time": True, "diagnostics_period": 0.2},
-        label="panda_agent",
-    )
+    mock = start_panda_mock(processes, tmp_path, speed=1.0, lockstep=False)
+    start_panda_agent(processes, tmp_path, diagnostics_period=0.2)
     name = "panda_agent: joint states"
     with diagnostics_reader() as reader:
         reader.wait_for(name, level(DiagnosticStatus.OK), 10)

@@ -19,6 +19,8 @@ import pytest
 import rclpy
 from builtin_interfaces.msg import Time
 from helpers import run_module, start_node
+from helpers import start_panda_agent as start_agent
+from helpers import start_panda_mock as start_mock
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -38,26 +40,6 @@ CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 # controller and agent are deployed (README: The Franka Emika Panda), where allowed.
 REALTIME = int(os.environ.get("SPIN_DECOUPLER_TEST_REALTIME", "10"))
 TCP = slice(14, 17)
-
-
-def start_mock(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **mock: object) -> NodeProcess:
-    """The MuJoCo mock with the reach config, ``speed`` x real time (0: flat out, lockstep)."""
-    return start_node(
-        processes,
-        MOCK,
-        log_dir,
-        params_files=(CONFIG,),
-        params={"speed_factor": speed, **mock},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
-
-
-def start_agent(processes: ProcessGroup, log_dir: Path, **agent: object) -> NodeProcess:
-    """The Panda agent with the reach config, on the mock's simulated time."""
-    return start_node(
-        processes, AGENT, log_dir, params_files=(CONFIG,), params={"use_sim_time": True, **agent}, label="panda_agent"
-    )
 
 
 def start_panda(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **agent: object) -> None:

@@ -12,18 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import start_node
+from helpers import start_node, start_panda_agent, start_panda_mock
 
 from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 PANDA_AGENT = "franka_agent.panda_agent_node"
-PANDA_MOCK = "franka_agent.mock.mock_hardware_node"
-PANDA_CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 TIMESTEP = 0.05
 PERIOD = 0.01
 TAU = 0.2
@@ -116,23 +113,8 @@ def test_the_panda_mock_waits_for_the_learner_for_exactly_the_models_think_time(
     reset observation's tick, lets the mock run: a whole number of periods on.)"""
     agent_params, mock_params = timing_model_overrides(model, mock=True)
     assert mock_params == {"lockstep": True, "lockstep_timeout": 0.0}
-    start_node(
-        processes,
-        PANDA_MOCK,
-        tmp_path,
-        params_files=(PANDA_CONFIG,),
-        params={"speed_factor": 0.0, **mock_params},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
-    start_node(
-        processes,
-        PANDA_AGENT,
-        tmp_path,
-        params_files=(PANDA_CONFIG,),
-        params={"use_sim_time": True, **agent_params},
-        label="panda_agent",
-    )
+    start_panda_mock(processes, tmp_path, speed=0.0, **mock_params)
+    start_panda_agent(processes, tmp_path, **agent_params)
     rng = np.random.default_rng(5)
     with RLClient(connect_timeout=30, reset_timeout=30) as client:
         answers = [client.reset(seed=3)]
@@ -174,15 +156,7 @@ def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_
     from franka_agent.core import panda
     from spin_decoupler_ros.rl.client import init_private_context
 
-    start_node(
-        processes,
-        PANDA_MOCK,
-        tmp_path,
-        params_files=(PANDA_CONFIG,),
-        params={"speed_factor": 0.0, "lockstep": True, "lockstep_timeout": 0.0},
-        ready_text="mock Panda ready",
-        label="mock_hardware",
-    )
+    start_panda_mock(processes, tmp_path, speed=0.0, lockstep=True, lockstep_timeout=0.0)
     context = init_private_context()
     node = Node("lockstep_commander", context=context)
     stamps: list[int] = []
