@@ -409,8 +409,10 @@ class AgentNode(Node):
     def commit_world(self, horizon_ns: int) -> None:
         """A command that lets a lockstep simulator run to ``horizon_ns`` went out (for an
         agent that ``reports_commitments``; the base assumes ``commitment_ns`` of every
-        tick that applies an action otherwise). The next action cannot start before it."""
-        self._world.commit(horizon_ns)
+        tick that applies an action otherwise). The next action cannot start before it.
+        (Kept only where the world waits for commands: elsewhere nothing reads it.)"""
+        if self._waits_on_clock:
+            self._world.commit(horizon_ns)
 
     def _commanded(self, now: int) -> None:
         if self._waits_on_clock and not self.reports_commitments:
