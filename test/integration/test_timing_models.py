@@ -179,7 +179,14 @@ def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_
         hold = JointTrajectoryPoint(
             positions=list(panda.HOME), velocities=[0.0] * 7, time_from_start=Duration(nanosec=100_000_000)
         )
-        publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[hold]))
+        # The first sample can go before the mock's reader knows this writer (then it is
+        # not delivered): send the hold until the mock has run towards its point.
+        start = stamps[-1]
+        deadline = time.monotonic() + 10
+        while stamps[-1] < start + 50_000_000 and time.monotonic() < deadline:
+            publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[hold]))
+            spin(0.1)
+        assert stamps[-1] >= start + 50_000_000, "the mock never ran to the command's point"
         spin(0.3)  # it simulates to the point (at once, flat out), then waits
         before = len(stamps)
         spin(1.0)
