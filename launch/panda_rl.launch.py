@@ -3,6 +3,7 @@ where the learner runs, with the agent side (panda_agent.launch.py) up on the ro
 computer in the same ROS_DOMAIN_ID; launch ends when training ends.
 
     ros2 launch franka_agent panda_rl.launch.py total_timesteps:=15000
+    ros2 launch franka_agent panda_rl.launch.py resume:=runs/panda_reach/<run>   # after a crash
 """
 
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
@@ -15,7 +16,15 @@ from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 
-_OVERRIDES = {"total_timesteps": int, "algorithm": str, "seed": int, "run_dir": str, "num_agents": int}
+_OVERRIDES = {
+    "total_timesteps": int,
+    "algorithm": str,
+    "seed": int,
+    "run_dir": str,
+    "num_agents": int,
+    "checkpoint_every": int,
+    "resume": str,
+}
 
 
 def _trainer(context: LaunchContext) -> list[object]:
@@ -58,6 +67,12 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument("algorithm", default_value="", description="sac or td3 (empty: the config's)"),
             DeclareLaunchArgument("seed", default_value="", description="seed (empty: the config's)"),
             DeclareLaunchArgument("run_dir", default_value="", description="run folder (empty: the config's)"),
+            DeclareLaunchArgument(
+                "checkpoint_every", default_value="", description="steps between checkpoints (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "resume", default_value="", description="a run folder to go on with from its latest checkpoint"
+            ),
             OpaqueFunction(function=_trainer),
         ]
     )

@@ -28,6 +28,8 @@ _ARGUMENTS = {
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),
     "run_dir": ("", "run folder (empty: the config's)"),
+    "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
+    "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
     "namespace": ("", "namespace of the agent and the trainer"),
     "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
 }
@@ -67,6 +69,17 @@ def generate_launch_description() -> LaunchDescription:
         ),
     )
     rl_side = include(
-        "panda_rl.launch.py", ("config", "namespace", "total_timesteps", "algorithm", "seed", "run_dir", "num_agents")
+        "panda_rl.launch.py",
+        (
+            "config",
+            "namespace",
+            "total_timesteps",
+            "algorithm",
+            "seed",
+            "run_dir",
+            "num_agents",
+            "checkpoint_every",
+            "resume",
+        ),
     )
     return LaunchDescription([*declared, config, agent_side, rl_side])

@@ -24,8 +24,11 @@ from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
+OPTIONS_FILE = "options.json"
+NOT_RECORDED = ("resume", "run_dir", "checkpoint_every", "use_mock_hardware")  # may differ on a resume
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="parameters YAML (default: config/panda_reach.yaml)")
     parser.add_argument("--total-timesteps", type=int, help="training steps (default: the config's)")
@@ -51,16 +54,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--run-dir", help="run folder (default: runs/panda_reach/<date-time>)")
     parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help=f"go on with that run from its latest checkpoint, with the options it was started with "
+        f"(RUN_DIR/{OPTIONS_FILE}); logs appended",
+    )
+    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (default: the config's)")
+    parser.add_argument(
         "--use-mock-hardware",
         default="true",
         choices=("true", "false"),
         help="false drives a real Panda: that needs franka_ros2, so use the launch file",
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def options_of_the_run(args: argparse.Namespace, parser: argparse.ArgumentParser, run_dir: Path) -> None:
+    """On a resume, take the options the run was started with; an option given again
+    with another value is refused, naming it (a run is one experiment)."""
+    recorded_path = run_dir / OPTIONS_FILE
+    if not recorded_path.is_file():
+        raise ValueError(f"--resume {run_dir}: {recorded_path} does not exist, so the run's options are unknown")
+    recorded = json.loads(recorded_path.read_text())
+    for name, value in recorded.items():
+        given = getattr(args, name, None)
+        if given != parser.get_default(name) and given != value:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"the run was started with {flag} {value}, not {given}; leave it out")
+        setattr(args, name, value)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.use_mock_hardware == "false":
         print(
             "A real Panda is driven through franka_ros2, which this job cannot start without ros2 launch:\n"
@@ -68,9 +94,25 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.resume:
+        if args.run_dir and Path(args.run_dir) != Path(args.resume):
+            print("--resume goes on in the run's own folder: leave out --run-dir", file=sys.stderr)
+            return 2
+        from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
+
+        try:
+            read_latest(Path(args.resume))  # checked here too: nothing starts for a damaged one
+            options_of_the_run(args, parser, Path(args.resume))
+        except (CheckpointError, ValueError) as exc:
+            print(f"--resume {args.resume}: {exc}", file=sys.stderr)
+            return 2
     config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
-    run_dir = Path(args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = Path(args.resume or args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not args.resume:
+        recorded = {name: value for name, value in vars(args).items() if name not in NOT_RECORDED}
+        recorded["config"] = str(config.resolve())
+        (run_dir / OPTIONS_FILE).write_text(json.dumps(recorded, indent=1) + "\n")
     # Everything runs on this machine: keep discovery local unless told otherwise (the
     # decoupler's DDS profile, this host only; or the ROS way, under another middleware).
     if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ and use_dds_profile(localhost=True) is None:
@@ -82,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.control_rate is not None:
         agent_params["control_rate"] = args.control_rate
     trainer_params: dict[str, object] = {"run_dir": str(run_dir)}
+    if args.resume:
+        trainer_params["resume"] = str(run_dir)
+    if args.checkpoint_every is not None:
+        trainer_params["checkpoint_every"] = args.checkpoint_every
     for option, name in (
         ("total_timesteps", "total_timesteps"),
         ("algorithm", "algorithm"),
@@ -125,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             time.sleep(0.5)
         code = trainer.returncode()
+        if code is not None and code < 0:
+            print(
+                f"the trainer died (signal {-code}); ./ws main --resume {run_dir} goes on from its latest checkpoint",
+                file=sys.stderr,
+            )
         results = run_dir / "results.json"
         if code == 0 and results.exists():
             # What the mocks counted: every command checked against the Panda's limits.
@@ -141,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             f"see {run_dir}/ (model.zip, steps.csv, learning_curve.png, lat_histogram.png, results.json)",
             flush=True,
         )
-    return int(code or 0)
+    return 1 if code is not None and code < 0 else int(code or 0)
 
 
 if __name__ == "__main__":

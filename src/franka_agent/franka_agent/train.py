@@ -6,7 +6,9 @@ decoupler, then evaluates the policy and writes the run folder.
 Run folder (``run_dir``): ``model.zip``, ``steps.csv`` (every step: LAT, ATO,
 requested and executed duration, RL wall time, reward, distance), ``episodes.csv``,
 ``learning_curve.png``, ``lat_histogram.png``, ``results.json`` (evaluation over
-``eval_episodes`` episodes: success rate, final distances; timing figures).
+``eval_episodes`` episodes: success rate, final distances; timing figures), and
+``checkpoints/`` (every ``checkpoint_every`` steps and at the end; ``resume:=RUN_DIR``
+goes on from the latest: rl/checkpoint.py).
 """
 
 from __future__ import annotations
@@ -84,6 +86,20 @@ def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int) -> An
     return TD3("MlpPolicy", env, action_noise=noise, **common)
 
 
+def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any]) -> Any:
+    """A checkpoint's model, with its replay buffer (SB3's own files, this trainer's)."""
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    model = (SAC if algorithm == "sac" else TD3).load(folder / "model.zip", env=env, device="cpu")
+    if (folder / "replay_buffer.pkl").exists():
+        model.load_replay_buffer(folder / "replay_buffer.pkl")
+    if algorithm == "td3":  # (the noise is not saved with the model)
+        size = env.action_space.shape[0]
+        model.action_noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
+    return model
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv if argv is None else argv
     rl_node = RLNode(NODE_NAME, argv, parameter_services=True)
@@ -110,6 +126,24 @@ def main(argv: list[str] | None = None) -> int:
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
         progress_every = declare_int(node, "progress_every", 1000, "steps between progress lines", low=1)
         run_dir = Path(declare_str(node, "run_dir", "runs/panda_reach", "where the run folder goes"))
+        checkpoint_every = declare_int(
+            node, "checkpoint_every", 1000, "steps between checkpoints (0: only at the end)", low=0
+        )
+        resume = declare_str(node, "resume", "", "a run folder to go on with, from its latest checkpoint")
+        checkpoint = None
+        if resume:
+            from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
+
+            run_dir = Path(resume)
+            try:
+                checkpoint = read_latest(run_dir)
+            except CheckpointError as exc:
+                raise ParameterError(f"parameter 'resume' = '{resume}': {exc}") from None
+            if checkpoint.state.get("algorithm") != algorithm:
+                raise ParameterError(
+                    f"parameter 'resume' = '{resume}': the run trained {checkpoint.state.get('algorithm')}, "
+                    f"not {algorithm}"
+                )
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
         rl_node.close()
@@ -119,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecMonitor
 
+    from spin_decoupler_ros.rl.checkpoint import CheckpointCallback, restore_rng_states
     from spin_decoupler_ros.rl.training import (
         FreezeGarbageCollector,
         ProgressCallback,
@@ -158,13 +193,43 @@ def main(argv: list[str] | None = None) -> int:
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
     try:
-        model = make_model(algorithm, train_env, hyper, seed)
-        steps = StepLogCallback(run_dir / "steps.csv", extra_fields=("distance", "is_success"))
+        done_steps = 0 if checkpoint is None else checkpoint.step
+        trained_before = 0.0 if checkpoint is None else float(checkpoint.state.get("train_seconds", 0.0))
+        if checkpoint is None:
+            model = make_model(algorithm, train_env, hyper, seed)
+        else:
+            model = load_model(algorithm, checkpoint.path, train_env, hyper)
+            restore_rng_states(checkpoint.state["rng"])
+            # The episode under way at the checkpoint is begun again: learn() resets the
+            # env (this process's new Episode goals) where it has no last observation.
+            model._last_obs = None
+            model.get_env().seed(seed + done_steps)  # new episodes, not the first ones again
+            log.info(f"resuming {run_dir} from step {done_steps} ({checkpoint.path.name})")
+        steps = StepLogCallback(
+            run_dir / "steps.csv",
+            extra_fields=("distance", "is_success"),
+            resume=None if checkpoint is None else checkpoint.state["log"],
+        )
         progress = ProgressCallback(total_timesteps, steps, every=progress_every)
-        log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps, callback=[steps, progress, FreezeGarbageCollector()])
-        train_seconds = time.monotonic() - started
+        checkpoints = CheckpointCallback(
+            run_dir,
+            checkpoint_every,
+            steps,
+            lambda: {"algorithm": algorithm, "train_seconds": trained_before + time.monotonic() - started},
+        )
+        log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
+        try:
+            model.learn(
+                total_timesteps=total_timesteps - done_steps,
+                callback=[steps, progress, checkpoints, FreezeGarbageCollector()],
+                reset_num_timesteps=checkpoint is None,
+            )
+        except KeyboardInterrupt:  # a clean stop: keep what was learned
+            checkpoints.save_now()
+            log.info(f"stopped at step {model.num_timesteps}; resume:={run_dir} goes on from there")
+            raise
+        train_seconds = trained_before + time.monotonic() - started
         model.save(run_dir / "model")
 
         started = time.monotonic()

@@ -8,6 +8,7 @@ import csv
 import gc
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -42,9 +43,10 @@ class StepLogCallback(BaseCallback):
     per-episode returns and successes for the learning curve. With a VecEnv of several
     agents, one row per agent and step (``agent`` names it), episodes counted per agent."""
 
-    def __init__(self, path: Path, extra_fields: tuple[str, ...] = ()) -> None:
+    def __init__(self, path: Path, extra_fields: tuple[str, ...] = (), resume: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.path = path
+        self._resume = resume  # a checkpoint's state(): append from where it was
         self.fields = (*STEP_LOG_FIELDS, *extra_fields)
         self._file: IO[str] | None = None
         self._writer: Any = None
@@ -56,9 +58,32 @@ class StepLogCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._resume is not None:
+            from spin_decoupler_ros.rl.checkpoint import truncate_log
+
+            # The rows after the checkpoint are done again: cut them, and append.
+            truncate_log(self.path, int(self._resume["log_bytes"]))
+            self.episode = int(self._resume["episode"])
+            self.episodes = list(self._resume["episodes"])
+            with open(self.path, newline="") as done:
+                self.lats = [float(row["lat"]) for row in csv.DictReader(done) if row.get("lat")]
+            self._file = open(self.path, "a", newline="")  # noqa: SIM115 - closed at training end
+            self._writer = csv.DictWriter(self._file, fieldnames=self.fields, extrasaction="ignore")
+            return
         self._file = open(self.path, "w", newline="")  # noqa: SIM115 - closed at training end
         self._writer = csv.DictWriter(self._file, fieldnames=self.fields, extrasaction="ignore")
         self._writer.writeheader()
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the log: how far the file got (flushed), the episode
+        count and the finished episodes (an episode under way is begun again on resume)."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        size = self.path.stat().st_size  # (the file is closed once training has ended)
+        # An episode under way keeps its number and its rows; a resume begins the next.
+        episode = self.episode + len(self._returns)
+        return {"log_bytes": size, "episode": episode, "episodes": list(self.episodes)}
 
     def _on_step(self) -> bool:
         infos = self.locals.get("infos", [])
@@ -129,11 +154,13 @@ class ProgressCallback(BaseCallback):
         self.every = every
         self.out = out
         self._started = 0.0
+        self._first = 0
         self._next = every
 
     def _on_training_start(self) -> None:
         self._started = time.monotonic()
-        self._next = self.every
+        self._first = self.model.num_timesteps  # (a resumed run starts there)
+        self._next = (self._first // self.every + 1) * self.every
 
     def _on_step(self) -> bool:
         # With N envs the count moves N at a time: report on crossing each multiple.
@@ -141,7 +168,7 @@ class ProgressCallback(BaseCallback):
             return True
         self._next = (self.num_timesteps // self.every + 1) * self.every
         elapsed = time.monotonic() - self._started
-        rate = self.num_timesteps / max(elapsed, 1e-9)
+        rate = (self.num_timesteps - self._first) / max(elapsed, 1e-9)
         recent = self.log.episodes[-20:]
         returns = np.mean([e["return"] for e in recent]) if recent else math.nan
         success = 100 * np.mean([e["success"] for e in recent]) if recent else math.nan

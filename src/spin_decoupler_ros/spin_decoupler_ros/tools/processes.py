@@ -65,7 +65,9 @@ class NodeProcess:
 
     :param module: the module to run with ``python -m``.
     :param args: its arguments (typically ``ros_args(...)``).
-    :param log_path: where its stdout and stderr go (None: inherit this process's).
+    :param log_path: where its stdout and stderr go (None: inherit this process's),
+        appended: a restarted node (a resumed run) keeps what the last one wrote, and
+        ``log_text`` reads only this start's part.
     :param env: extra environment variables.
     :param prefix: a command that runs the node, e.g. ``["ip", "netns", "exec", "agent_host"]``
         (it must exec the node in place, so signals reach it).
@@ -79,6 +81,7 @@ class NodeProcess:
     prefix: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
+    _log_start: int = field(default=0, init=False, repr=False)
 
     def start(self) -> NodeProcess:
         environment = dict(os.environ)
@@ -87,7 +90,8 @@ class NodeProcess:
         out: IO[bytes] | int | None = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+            self._log_start = self._log.tell()
             out = self._log
         self.process = subprocess.Popen(
             [*self.prefix, sys.executable, "-m", self.module, *self.args],
@@ -145,9 +149,12 @@ class NodeProcess:
         return self.process.poll()
 
     def log_text(self) -> str:
+        """What the node wrote to its log since this start."""
         if self.log_path is None or not self.log_path.exists():
             return ""
-        return self.log_path.read_text(errors="replace")
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
 
     def wait_for_log(self, text: str, timeout: float) -> bool:
         """Wait until ``text`` appears in the log (e.g. "agent ready"), the process dies, or timeout."""
