@@ -4,6 +4,7 @@ panda_rl.launch.py wherever the learner runs (see README: two hosts).
 
     ros2 launch franka_agent panda_agent.launch.py                      # mock hardware
     ros2 launch franka_agent panda_agent.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
+    ros2 launch franka_agent panda_agent.launch.py start_state:=inactive  # ros2 lifecycle set /panda_agent activate
 
 With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
 (franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
@@ -36,7 +37,10 @@ def _nodes(context: LaunchContext) -> list[Node]:
     count = int(LaunchConfiguration("num_agents").perform(context))
     if count > 1 and not mock:
         raise RuntimeError("num_agents > 1 needs use_mock_hardware:=true (one launch per real robot, each namespaced)")
-    agent_overrides: dict[str, object] = {"use_sim_time": mock}
+    agent_overrides: dict[str, object] = {
+        "use_sim_time": mock,
+        "start_state": LaunchConfiguration("start_state").perform(context),
+    }
     for name in ("rl_timestep", "control_rate"):
         value = LaunchConfiguration(name).perform(context)
         if value:
@@ -122,6 +126,13 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="wall",
                 description="mock only: how long the world runs on while the learner thinks (wall, none, "
                 "fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv>; docs/time_models.md)",
+            ),
+            DeclareLaunchArgument(
+                "start_state",
+                default_value="active",
+                choices=["active", "inactive", "unconfigured"],
+                description="the agent's lifecycle state at start; inactive: it holds the arm until an operator "
+                "runs ros2 lifecycle set <namespace>/panda_agent activate",
             ),
             OpaqueFunction(function=_require_robot_ip),
             IncludeLaunchDescription(

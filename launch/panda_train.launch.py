@@ -31,6 +31,7 @@ _ARGUMENTS = {
     "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
     "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
     "namespace": ("", "namespace of the agent and the trainer"),
+    "start_state": ("active", "the agent's lifecycle state at start (inactive: the trainer waits for an activate)"),
     "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
 }
 
@@ -66,6 +67,7 @@ def generate_launch_description() -> LaunchDescription:
             "sim_speed",
             "timing_model",
             "num_agents",
+            "start_state",
         ),
     )
     rl_side = include(

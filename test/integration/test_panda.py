@@ -258,11 +258,13 @@ def test_a_slow_send_on_a_waiting_clock_is_not_uncertain(ros_domain: dict[str, s
     from rosgraph_msgs.msg import Clock
 
     from franka_agent.panda_agent_node import PandaAgent
+    from spin_decoupler_ros.node_runner import bring_up
 
     previous = signal.getsignal(signal.SIGCONT)
     rclpy.init(args=["--ros-args", "-p", f"use_sim_time:={str(use_sim_time).lower()}"])
     try:
         agent = PandaAgent()
+        bring_up(agent)
         source = rclpy.create_node("clock_source")
         clock = source.create_publisher(Clock, "/clock", 10)
         stamp_ns = 5_000_000_000

@@ -75,6 +75,9 @@ class PandaAgent(AgentNode):
 
     def __init__(self) -> None:
         super().__init__("panda_agent")
+
+    def setup(self) -> None:
+        """The arm's state, its topics, and first-call costs paid before the first tick."""
         self._q: np.ndarray | None = None
         self._dq = np.zeros(panda.DOF)
         self._state_ns = 0

@@ -144,6 +144,17 @@ def main(argv: list[str] | None = None) -> int:
                     f"parameter 'resume' = '{resume}': the run trained {checkpoint.state.get('algorithm')}, "
                     f"not {algorithm}"
                 )
+        on_agent_lost = declare_str(
+            node,
+            "on_agent_lost",
+            "truncate",
+            "when the agent stops answering or is deactivated (a pause): truncate the episode and wait at the next "
+            "reset, or raise (one agent; several always raise)",
+            choices=("truncate", "raise"),
+        )
+        agent_wait_timeout = declare_float(
+            node, "agent_wait_timeout", 600.0, "how long a reset waits for the agent to come back", unit="s", low=1.0
+        )
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
         rl_node.close()
@@ -176,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             success_distance=success_distance,
             reward_per_metre=reward_per_metre,
             max_episode_steps=episode_steps,
+            on_agent_lost=cast(Any, on_agent_lost) if num_agents == 1 else "raise",
+            agent_wait_timeout=agent_wait_timeout,
         )
 
     # One agent: a plain env. Several: one VecEnv stepping them all at once; the first

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
@@ -34,6 +35,21 @@ SIGNAL_CHECK_S = 0.2
 
 class ExitRequested(Exception):
     """Raised from a callback to leave spin() cleanly (e.g. after the RL side finished)."""
+
+
+def bring_up(node: Node) -> None:
+    """Take a managed node to its ``start_state`` (configure, then activate, unless it
+    says inactive or unconfigured: an operator or a lifecycle manager goes on); raise
+    what a refused transition raised (a ParameterError names the parameter). Other
+    nodes are left as they are."""
+    if not isinstance(node, LifecycleNode):
+        return
+    target = getattr(node, "start_state", "active")
+    steps = {"active": ("configure", "activate"), "inactive": ("configure",)}.get(target, ())
+    for name in steps:
+        if getattr(node, f"trigger_{name}")() != TransitionCallbackReturn.SUCCESS:
+            error = getattr(node, "transition_error", None)
+            raise error if error is not None else RuntimeError(f"{node.get_name()}: {name} failed")
 
 
 class _StopRequest:
@@ -49,8 +65,9 @@ class _StopRequest:
 def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Create a node, spin it until shutdown, and clean up; the exit code to return.
 
-    A node may define ``close()`` to release what it holds (end episodes, hold the
-    robot) before it is destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
+    A managed node is configured and activated first (``bring_up``). A node may define
+    ``close()`` to release what it holds (end episodes, hold the robot) before it is
+    destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
     so that ``close()`` still has a live context to send its last commands with.
     """
     use_dds_profile()
@@ -67,6 +84,7 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     code = 0
     try:
         node = node_factory()
+        bring_up(node)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         # Everything made so far lives as long as the node: out of the collector's sight,

@@ -119,7 +119,10 @@ def _declare(
     expected: str,
     out_of_range: str = "",
 ) -> Any:
-    """The parameter's value as declared (its type follows ``default``)."""
+    """The parameter's value as declared (its type follows ``default``). Declared
+    before (a managed node configured again after cleanup): the value it has."""
+    if node.has_parameter(name):
+        return node.get_parameter(name).value
     try:
         return node.declare_parameter(name, default, descriptor).value
     except InvalidParameterTypeException as exc:

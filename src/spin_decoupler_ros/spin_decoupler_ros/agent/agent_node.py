@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +29,7 @@ import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.clock import ROSClock
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -74,7 +75,11 @@ LEARNER_STATES = {
     AgentStatus.RUNNING: LearnerState.RUNNING,
     AgentStatus.HOLDING: LearnerState.HOLDING,
     AgentStatus.FAULT: LearnerState.FAULT,
+    AgentStatus.INACTIVE: LearnerState.IDLE,
 }
+
+# Lifecycle states an agent can be brought to at start (parameter start_state).
+START_STATES = ("active", "inactive", "unconfigured")
 
 _OUTCOME_NAMES = {
     Episode.Result.ENDED: "ENDED",
@@ -82,6 +87,7 @@ _OUTCOME_NAMES = {
     Episode.Result.ABORTED: "ABORTED",
     Episode.Result.WATCHDOG: "WATCHDOG",
     Episode.Result.CANCELED: "CANCELED",
+    Episode.Result.DEACTIVATED: "DEACTIVATED",
 }
 
 
@@ -204,12 +210,21 @@ def declare_agent_parameters(node: Node) -> AgentParameters:
     )
 
 
-class AgentNode(Node):
+class AgentNode(LifecycleNode):
     """Base class of an agent node: subclass it and implement the hooks.
 
     Give the action box and observation size to the constructor, or, when they depend
     on the agent's own parameters, override ``configure()`` to declare those parameters
-    and return them.
+    and return them. Create what talks to the plant in ``setup()``.
+
+    A managed (lifecycle) node, with the standard services (``~/change_state``,
+    ``~/get_state``): *configure* declares and checks the parameters and creates the
+    control loop, the topics and the plant's interface (``configure()``, ``setup()``),
+    and from then on the loop holds the plant (``safe_hold``); *activate* serves
+    episodes; *deactivate* ends the running one (outcome DEACTIVATED), brakes and holds,
+    and refuses episodes; *cleanup* destroys what configure made; *shutdown* also ends
+    the process. ``run_node`` brings it to ``start_state`` (active by default;
+    test_lifecycle.py holds these rules).
 
     :param node_name: the node's name.
     :param action_low: lower bounds of the action box.
@@ -245,6 +260,102 @@ class AgentNode(Node):
         **node_kwargs: object,
     ) -> None:
         super().__init__(node_name, **node_kwargs)  # type: ignore[arg-type]
+        self._given_spaces = (
+            AgentSpaces(action_low, action_high, observation_size, observation_names)
+            if action_low is not None and action_high is not None and observation_size is not None
+            else None
+        )
+        self._agent_type = agent_type or type(self).__name__
+        # Read before configure: run_node takes the node this far (bring_up).
+        self.start_state = declare_str(
+            self,
+            "start_state",
+            "active",
+            "the lifecycle state run_node brings the node to at start; inactive or unconfigured leave the rest "
+            "to an operator (ros2 lifecycle set <node> activate) or a lifecycle manager",
+            choices=START_STATES,
+        )
+        # What a failed transition raised (run_node exits with it: a ParameterError names the parameter).
+        self.transition_error: BaseException | None = None
+        self._configured = False
+        self._active = False
+        # What configure makes, cleanup destroys: all but what exists now (the lifecycle services).
+        self._kept_entities = self._entity_ids()
+
+    # -- lifecycle transitions -----------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return self._transition("configure", self._configure_agent)
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return self._transition("activate", self._activate)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return self._transition("deactivate", self._deactivate)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return self._transition("cleanup", self._cleanup)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return self._transition("shutdown", self._shutdown)
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._configured:  # a transition failed half way: hold, then release it all
+            self._hold_safely()
+            self._release()
+        return TransitionCallbackReturn.SUCCESS  # to unconfigured
+
+    def _transition(self, name: str, body: Callable[[], None]) -> TransitionCallbackReturn:
+        """Run a transition. A refused parameter fails it (the node stays where it was);
+        anything else is an error (the node holds and releases everything: unconfigured).
+        rclpy turns an exception into ERROR without a word: here it is said."""
+        self.transition_error = None
+        try:
+            body()
+        except ParameterError as exc:
+            self.transition_error = exc
+            self.get_logger().error(f"{name} failed: {exc}")
+            if name == "configure":
+                self._release()
+            return TransitionCallbackReturn.FAILURE
+        except Exception as exc:
+            self.transition_error = exc
+            self.get_logger().error(f"{name} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            return TransitionCallbackReturn.ERROR
+        return TransitionCallbackReturn.SUCCESS
+
+    def _entity_ids(self) -> set[int]:
+        entities = (*self.publishers, *self.subscriptions, *self.clients, *self.services, *self.timers)
+        return {id(entity) for entity in (*entities, *self.guards, *self.waitables)}
+
+    def _release(self) -> None:
+        """Destroy what configure made (timers, topics, the Episode server, the plant's
+        interface), so configure can run again. Parameters stay declared, with their
+        values: most are read-only, and a configure after this reads them again."""
+        kept = self._kept_entities
+        for timer in [t for t in self.timers if id(t) not in kept]:
+            self.destroy_timer(timer)
+        for waitable in [w for w in self.waitables if id(w) not in kept]:
+            destroy = getattr(waitable, "destroy", None)  # an action server removes itself
+            if callable(destroy):
+                destroy()
+            else:
+                self.remove_waitable(waitable)
+        for subscription in [s for s in self.subscriptions if id(s) not in kept]:
+            self.destroy_subscription(subscription)
+        for publisher in [p for p in self.publishers if id(p) not in kept]:
+            self.destroy_publisher(publisher)
+        for client in [c for c in self.clients if id(c) not in kept]:
+            self.destroy_client(client)
+        for service in [s for s in self.services if id(s) not in kept]:
+            self.destroy_service(service)
+        self._configured = False
+        self._active = False
+
+    def _configure_agent(self) -> None:
+        """Declare and check the parameters; create the loop, the topics, the Episode
+        server and (``setup()``) the plant's interface. The loop holds from here on."""
+        self._configured = True  # (so that a failure half way releases what was made)
         self.params = declare_agent_parameters(self)
         diagnostics_period, self.health_thresholds = declare_health_parameters(self)
         clock = self.get_clock()
@@ -269,10 +380,7 @@ class AgentNode(Node):
         self._world = WorldGate(model, self.params.control_period_ns)
         self._simulated_now_ns = 0  # a self-clocked agent's time: its next tick
         self._waiting_command: StepCommand | None = None  # arrived while the world runs on
-        if action_low is not None and action_high is not None and observation_size is not None:
-            spaces = AgentSpaces(action_low, action_high, observation_size, observation_names)
-        else:
-            spaces = self.configure()
+        spaces = self._given_spaces if self._given_spaces is not None else self.configure()
         spec = ActionSpec(np.asarray(spaces.action_low), np.asarray(spaces.action_high), clip=self.params.clip_actions)
         observation_names = tuple(spaces.observation_names)
         if observation_names and len(observation_names) != spaces.observation_size:
@@ -325,7 +433,7 @@ class AgentNode(Node):
 
         self._description_pub.publish(
             AgentDescription(
-                agent_type=agent_type or type(self).__name__,
+                agent_type=self._agent_type,
                 action_low=float64_field(spec.low),
                 action_high=float64_field(spec.high),
                 clip_actions=spec.clip,
@@ -335,11 +443,35 @@ class AgentNode(Node):
                 control_period=ns_to_duration(self.params.control_period_ns),
             )
         )
-        self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
-        self._request_realtime(self.params.realtime_priority)
         self._ready_logged = False
-        if self._self_clocked:
+        self._set_status(AgentStatus.INACTIVE, "configured, not active: holding; activate to serve episodes", "")
+        self.setup()
+        self._request_realtime(self.params.realtime_priority)
+
+    def _activate(self) -> None:
+        self._active = True
+        self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
+        if self._self_clocked:  # (a clocked agent says it from its first active tick)
             self._log_ready()
+
+    def _deactivate(self) -> None:
+        self._active = False
+        self._ready_logged = False
+        self._end_episode(Episode.Result.DEACTIVATED, "the agent was deactivated: it holds until activated again")
+        self._set_status(AgentStatus.INACTIVE, "deactivated, not active: holding; activate to serve episodes", "")
+        self._hold_safely()
+        self.get_logger().info("deactivated: holding, refusing episodes until activated")
+
+    def _cleanup(self) -> None:
+        self._hold_safely()  # the last command: the loop stops here
+        self._save_period_log()
+        self._release()
+
+    def _shutdown(self) -> None:
+        if self._configured:
+            self._end_episode(Episode.Result.ABORTED, "the agent is shutting down")
+            self._cleanup()
+        self._exit_timer = self.create_timer(0.0, self._exit)  # leave spin: the process ends
 
     # -- hooks for subclasses ---------------------------------------------------------
 
@@ -348,6 +480,12 @@ class AgentNode(Node):
         the constructor). Runs after the base parameters are declared, before anything
         is created."""
         raise NotImplementedError("give the action box and observation size, or override configure()")
+
+    def setup(self) -> None:
+        """Declare the agent's own parameters, create what talks to the plant (its topics,
+        clients) and set the plant's initial state. Runs at the end of configure, once
+        everything of the base exists; what it creates, cleanup destroys, and a configure
+        after that runs it again."""
 
     def build_observation(self) -> Sequence[float] | np.ndarray:
         """The observation now: ``observation_size`` finite numbers."""
@@ -477,7 +615,7 @@ class AgentNode(Node):
         if self._self_clocked:
             self._simulate()
             return
-        if not self._ready_logged:  # said from the loop itself: ready means running
+        if not self._ready_logged and self._active:  # said from the loop itself: ready means running
             self._log_ready()
         now = self.now_ns()
         self._note_period(now, self._tick_monitor.on_tick(now))
@@ -798,13 +936,17 @@ class AgentNode(Node):
     # -- the Episode action -------------------------------------------------------------
 
     def _on_goal(self, goal: Episode.Goal) -> GoalResponse:
-        reason = self._protocol.goal_rejection(goal.client_id)
+        reason = self._protocol.goal_rejection(goal.client_id) if self._active else self._inactive_reason()
         if reason is None:
             return GoalResponse.ACCEPT
         self._rejected += 1
         self.get_logger().warning(f"rejected an episode from '{goal.client_id}': {reason}")
         self._publish_status(f"rejected an episode from '{goal.client_id}': {reason}")
         return GoalResponse.REJECT
+
+    def _inactive_reason(self) -> str:
+        state = self._state_machine.current_state[1]
+        return f"the agent is not active (lifecycle state '{state}'): activate it to serve episodes"
 
     def _on_goal_accepted(self, goal_handle: ServerGoalHandle) -> None:
         now = self.now_ns()
@@ -911,9 +1053,19 @@ class AgentNode(Node):
 
     def close(self) -> None:
         """End any episode (its client gets an ABORTED result) and hold the plant."""
-        ended = self._protocol.end_episode()
-        if ended is not None:
-            self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, "the agent is shutting down")
+        if not self._configured:
+            return
+        self._end_episode(Episode.Result.ABORTED, "the agent is shutting down")
         self._hold_safely()
+        self._save_period_log()
+
+    def _end_episode(self, outcome: int, reason: str) -> None:
+        ended = self._protocol.end_episode()
+        self._current_step = None
+        self._waiting_command = None
+        if ended is not None:
+            self._complete(ended.episode_id, outcome, ended.steps, reason)
+
+    def _save_period_log(self) -> None:
         if self.params.period_log:
             np.save(self.params.period_log, self.control_periods())

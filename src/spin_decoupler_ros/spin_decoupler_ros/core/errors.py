@@ -19,6 +19,11 @@ class AgentBusyError(DecouplerError):
     """The agent refused the episode: it serves another RL client."""
 
 
+class AgentInactiveError(AgentBusyError):
+    """The agent refused the episode: it is not active (lifecycle), e.g. an operator
+    deactivated it; it holds the robot until activated again."""
+
+
 class StepTimeoutError(DecouplerError, TimeoutError):
     """An answer (reset observation, step observation, result) did not arrive in time."""
 

@@ -37,6 +37,7 @@ from spin_decoupler_ros.conversions import (
 from spin_decoupler_ros.core.errors import (
     AgentBusyError,
     AgentError,
+    AgentInactiveError,
     EpisodeEndedError,
     NotResetError,
 )
@@ -255,7 +256,9 @@ class AgentChannel:
         assert isinstance(goal_handle, ClientGoalHandle)
         if not goal_handle.accepted:
             reason = self._rejection_reason()
-            self._fail(AgentBusyError(f"agent {self.agent_name} refused the episode: {reason}"))
+            inactive = self.status is not None and self.status.state == AgentStatus.INACTIVE
+            error = AgentInactiveError if inactive else AgentBusyError
+            self._fail(error(f"agent {self.agent_name} refused the episode: {reason}"))
             return
         self._goal_handle = goal_handle
         self._episode_uuid = bytes(goal_handle.goal_id.uuid)
@@ -269,7 +272,7 @@ class AgentChannel:
 
     def _rejection_reason(self) -> str:
         status = self.status
-        if status is not None and self.client_id in status.message:
+        if status is not None and (self.client_id in status.message or status.state == AgentStatus.INACTIVE):
             return status.message
         if status is not None and status.client_id and status.client_id != self.client_id:
             return f"it serves client '{status.client_id}'"

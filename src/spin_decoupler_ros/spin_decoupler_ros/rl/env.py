@@ -11,11 +11,13 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from spin_decoupler_ros.core.errors import AgentError, AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.core.errors import AgentError, AgentInactiveError, AgentNotFoundError, StepTimeoutError
 from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient
 
 AgentLostPolicy = Literal["raise", "truncate"]
+# How often a reset asks an inactive (paused) agent again.
+INACTIVE_RETRY_S = 0.5
 
 
 class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -44,8 +46,9 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Episode end
     ``terminated`` comes from ``is_terminated(observation, answer)`` (default never);
     ``truncated`` after ``max_episode_steps`` steps, or, with ``on_agent_lost="truncate"``,
-    when the agent stops answering (``info["truncated_reason"]`` says why; the next
-    ``reset()`` waits up to ``agent_wait_timeout`` s for an agent to come back).
+    when the agent stops answering or is deactivated by an operator (lifecycle: a
+    pause; ``info["truncated_reason"]`` says why); the next ``reset()`` waits up to
+    ``agent_wait_timeout`` s for an agent to come back, or to be activated again.
 
     ## Info
     ``seq``, ``lat`` (previous action's measured duration, s), ``ato`` (agent time of
@@ -166,10 +169,13 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         agent_seed, reset_options = self.prepare_reset(seed, options)
-        if self._agent_lost:
-            answer = self._reset_when_agent_returns(agent_seed, reset_options)
-        else:
-            answer = self.client.reset(agent_seed, reset_options)
+        if not self._agent_lost:
+            try:
+                return self.complete_reset(self.client.reset(agent_seed, reset_options))
+            except AgentInactiveError:  # paused by an operator (lifecycle): wait for it
+                if self.on_agent_lost == "raise":
+                    raise
+        answer = self._reset_when_agent_returns(agent_seed, reset_options)
         return self.complete_reset(answer)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -179,7 +185,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         except (StepTimeoutError, AgentError) as exc:
             if self.on_agent_lost == "raise" or self._last_observation is None:
                 raise
-            self._agent_lost = isinstance(exc, StepTimeoutError)
+            # Gone, or paused by an operator: the next reset waits for it to come back.
+            self._agent_lost = isinstance(exc, StepTimeoutError) or getattr(exc, "outcome", "") == "DEACTIVATED"
             return self._last_observation.copy(), 0.0, False, True, {"truncated_reason": str(exc)}
         return self.complete_step(agent_action, duration, answer)
 
@@ -239,6 +246,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             try:
                 self.client.connect(timeout=max(remaining, 0.0))
                 answer = self.client.reset(seed, options)
+            except AgentInactiveError:  # refused at once: ask again in a while
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(min(INACTIVE_RETRY_S, max(deadline - time.monotonic(), 0.0)))
+                continue
             except (StepTimeoutError, AgentNotFoundError, AgentError):
                 if time.monotonic() >= deadline:
                     raise

@@ -3,8 +3,11 @@
 What to change, hook by hook (everything else, the Episode action, the step topic,
 the control timer, LAT/ATO, the watchdog, lives in AgentNode):
 
-- ``__init__``: your action box and observation size; create here the subscriptions
-  to your robot's state and the publishers of its commands (never in the hooks).
+- ``__init__``: your action box and observation size.
+- ``setup()``: create the subscriptions to your robot's state and the publishers of
+  its commands (never in the other hooks). It runs when the node is configured (a
+  managed node: at start, unless ``start_state`` says otherwise), and what it made is destroyed
+  on cleanup.
 - ``apply_action(action)``: called every control tick with the current action (and
   once at the instant a new one arrives). Send your robot a command. Fast, no sleeping.
 - ``build_observation()``: the observation now, from the latest state you received.
@@ -43,7 +46,9 @@ class SkeletonAgent(AgentNode):
             observation_size=2,
             observation_names=("x", "y"),
         )
-        # Your robot interface goes here, e.g.
+
+    def setup(self) -> None:
+        # Your robot interface goes here (made on configure, destroyed on cleanup), e.g.
         #   self._joint_states = LatestMessage(self, JointState, "/joint_states")  # read at the tick
         #   self._command_pub = self.create_publisher(JointTrajectory, "/controller/joint_trajectory", qos)
         self.position = np.zeros(2)

@@ -40,6 +40,8 @@ class FirstOrderPlantAgent(AgentNode):
             observation_names=("x", "u"),
             **node_kwargs,
         )
+
+    def setup(self) -> None:
         self.gain = declare_float(self, "gain", 2.0, "plant gain K", low=-1e6, high=1e6)
         self.time_constant = declare_float(
             self, "time_constant", 0.5, "plant time constant tau", unit="s", low=1e-4, high=1e4

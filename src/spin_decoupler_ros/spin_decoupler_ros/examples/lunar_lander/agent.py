@@ -31,6 +31,8 @@ class LunarLanderAgent(AgentNode):
 
     def __init__(self) -> None:
         super().__init__("lunar_lander_agent")
+
+    def setup(self) -> None:
         self.plant = transport.LanderPlant()
         self._action = 0
         self._last_frame_ns = self.now_ns()
