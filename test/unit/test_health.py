@@ -70,6 +70,8 @@ def test_a_silent_learner_warns_a_fault_is_an_error_and_a_slow_learner_warns() -
     assert assess_learner(LearnerState.RUNNING, quick, THRESHOLDS)[0] is Level.OK
     assert assess_learner(LearnerState.HOLDING, quick, THRESHOLDS)[0] is Level.WARN
     assert assess_learner(LearnerState.FAULT, quick, THRESHOLDS)[0] is Level.ERROR
+    level, text = assess_learner(LearnerState.INACTIVE, slow, THRESHOLDS)  # paused: nothing to think about
+    assert level is Level.OK and "not active" in text
     level, text = assess_learner(LearnerState.RUNNING, slow, THRESHOLDS)
     assert level is Level.WARN and "think time p99 2.000 s" in text
 

@@ -75,7 +75,7 @@ LEARNER_STATES = {
     AgentStatus.RUNNING: LearnerState.RUNNING,
     AgentStatus.HOLDING: LearnerState.HOLDING,
     AgentStatus.FAULT: LearnerState.FAULT,
-    AgentStatus.INACTIVE: LearnerState.IDLE,
+    AgentStatus.INACTIVE: LearnerState.INACTIVE,
 }
 
 # Lifecycle states an agent can be brought to at start (parameter start_state).

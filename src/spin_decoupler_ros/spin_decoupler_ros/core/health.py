@@ -151,6 +151,7 @@ class LearnerState(enum.Enum):
     RUNNING = "running"
     HOLDING = "holding"
     FAULT = "fault"
+    INACTIVE = "inactive"  # lifecycle: configured, not active
 
 
 def assess_learner(state: LearnerState, figures: Figures, thresholds: HealthThresholds) -> tuple[Level, str]:
@@ -158,6 +159,8 @@ def assess_learner(state: LearnerState, figures: Figures, thresholds: HealthThre
     error; a slow one (think time p99 over its threshold) a warning."""
     if state is LearnerState.FAULT:
         return Level.ERROR, "fault: holding until the next reset"
+    if state is LearnerState.INACTIVE:
+        return Level.OK, "not active (lifecycle): holding, episodes refused until activated"
     if state is LearnerState.HOLDING:
         return Level.WARN, "the learner is silent past the watchdog: holding"
     if figures.think_p99_s is not None and figures.think_p99_s > thresholds.think_p99_warn_s:
