@@ -15,7 +15,6 @@ most ``checkpoint_every`` steps done again.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import random
@@ -28,26 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
-
-
-def trainer_pid(run_dir: Path) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"franka_agent.train" in command and any(str(run_dir).encode() in part for part in command):
-            return int(entry.name)
-    return None
-
-
-def logged_steps(run_dir: Path) -> list[int]:
-    if not (run_dir / "steps.csv").exists():
-        return []
-    with open(run_dir / "steps.csv", newline="") as file:
-        return [int(row["step"]) for row in csv.DictReader(file)]
+from spin_decoupler_ros.rl.training import logged_steps
+from spin_decoupler_ros.tools.processes import find_process
 
 
 def main() -> int:
@@ -67,13 +48,13 @@ def main() -> int:
             [sys.executable, "-m", "franka_agent.pipeline", *options, "--run-dir", str(run_dir)],
             env=dict(os.environ),
         )
-        while first.poll() is None and len(logged_steps(run_dir)) < kill_at:
+        while first.poll() is None and len(logged_steps(run_dir / "steps.csv")) < kill_at:
             time.sleep(0.5)
-        pid = trainer_pid(run_dir)
+        pid = find_process("franka_agent.train", str(run_dir))
         if pid is None:
             raise SystemExit(f"no trainer to kill at step {kill_at} (the run ended with {first.poll()})")
         os.kill(pid, signal.SIGKILL)
-        killed_after = len(logged_steps(run_dir))
+        killed_after = len(logged_steps(run_dir / "steps.csv"))
         first.wait(timeout=120)
         checkpoint = int((run_dir / "checkpoints" / "latest").read_text())
         resumed = subprocess.run(
@@ -85,7 +66,7 @@ def main() -> int:
         if resumed.returncode != 0:
             raise SystemExit(f"the resumed run failed ({resumed.returncode})")
         figures = json.loads((run_dir / "results.json").read_text())
-        steps = logged_steps(run_dir)
+        steps = logged_steps(run_dir / "steps.csv")
     success = float(figures["success_rate"])
     slack = 1.0 / float(figures["eval_episodes"])
     result = {

@@ -16,27 +16,11 @@ from pathlib import Path
 import pytest
 from helpers import run_module
 
+from spin_decoupler_ros.rl.training import logged_steps
+from spin_decoupler_ros.tools.processes import find_process
+
 TOTAL = 600
 EVERY = 100
-
-
-def trainer_pid(run_dir: Path) -> int | None:
-    """The trainer process of the run in ``run_dir`` (found by its command line)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"franka_agent.train" in command and any(str(run_dir).encode() in part for part in command):
-            return int(entry.name)
-    return None
-
-
-def logged_steps(run_dir: Path) -> list[int]:
-    with open(run_dir / "steps.csv", newline="") as file:
-        return [int(row["step"]) for row in csv.DictReader(file)]
 
 
 @pytest.mark.slow
@@ -58,11 +42,11 @@ def test_a_run_killed_at_a_random_step_resumes_with_each_step_logged_once(
     killed_at = 0
     while time.monotonic() < deadline:
         steps_file = run_dir / "steps.csv"
-        if steps_file.exists() and len(logged_steps(run_dir)) >= kill_after:
-            pid = trainer_pid(run_dir)
+        if steps_file.exists() and len(logged_steps(run_dir / "steps.csv")) >= kill_after:
+            pid = find_process("franka_agent.train", str(run_dir))
             assert pid is not None, "no trainer process found"
             os.kill(pid, signal.SIGKILL)
-            killed_at = len(logged_steps(run_dir))
+            killed_at = len(logged_steps(run_dir / "steps.csv"))
             break
         time.sleep(0.05)
     assert killed_at, f"the run never reached step {kill_after}"
@@ -73,7 +57,7 @@ def test_a_run_killed_at_a_random_step_resumes_with_each_step_logged_once(
 
     done = run_module("franka_agent.pipeline", *options, "--resume", str(run_dir), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    steps = logged_steps(run_dir)
+    steps = logged_steps(run_dir / "steps.csv")
     assert steps == list(range(1, TOTAL + 1)), f"killed after {killed_at}, checkpoint {checkpoint}"
     assert (run_dir / "model.zip").exists() and (run_dir / "results.json").exists()
     with open(run_dir / "episodes.csv", newline="") as file:

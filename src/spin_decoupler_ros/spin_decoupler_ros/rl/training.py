@@ -37,6 +37,15 @@ STEP_LOG_FIELDS = (
 )
 
 
+def logged_steps(path: Path) -> list[int]:
+    """The step numbers a step log (``StepLogCallback``'s CSV) holds, in order; none if
+    there is no log yet."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as file:
+        return [int(row["step"]) for row in csv.DictReader(file)]
+
+
 class StepLogCallback(BaseCallback):
     """Writes one CSV row per environment step: the timing the agent reported (LAT, ATO,
     requested and executed duration, hold), the RL wall time, and the reward; and keeps

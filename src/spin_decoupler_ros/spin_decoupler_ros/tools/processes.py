@@ -206,3 +206,18 @@ class ProcessGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def find_process(module: str, argument: str) -> int | None:
+    """The pid of a running ``python -m module`` whose command line has ``argument`` in
+    one of its words (e.g. the trainer of one run folder), or None."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if module.encode() in command and any(argument.encode() in word for word in command):
+            return int(entry.name)
+    return None
