@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -333,22 +333,18 @@ class AgentNode(LifecycleNode):
         interface), so configure can run again. Parameters stay declared, with their
         values: most are read-only, and a configure after this reads them again."""
         kept = self._kept_entities
-        for timer in [t for t in self.timers if id(t) not in kept]:
-            self.destroy_timer(timer)
-        for waitable in [w for w in self.waitables if id(w) not in kept]:
-            destroy = getattr(waitable, "destroy", None)  # an action server removes itself
-            if callable(destroy):
-                destroy()
-            else:
-                self.remove_waitable(waitable)
-        for subscription in [s for s in self.subscriptions if id(s) not in kept]:
-            self.destroy_subscription(subscription)
-        for publisher in [p for p in self.publishers if id(p) not in kept]:
-            self.destroy_publisher(publisher)
-        for client in [c for c in self.clients if id(c) not in kept]:
-            self.destroy_client(client)
-        for service in [s for s in self.services if id(s) not in kept]:
-            self.destroy_service(service)
+        made: tuple[tuple[Iterable[Any], Callable[[Any], object]], ...] = (
+            (self.timers, self.destroy_timer),
+            # (an action server removes itself; any other waitable is removed)
+            (self.waitables, lambda w: getattr(w, "destroy", lambda: self.remove_waitable(w))()),
+            (self.subscriptions, self.destroy_subscription),
+            (self.publishers, self.destroy_publisher),
+            (self.clients, self.destroy_client),
+            (self.services, self.destroy_service),
+        )
+        for entities, destroy in made:
+            for entity in [e for e in entities if id(e) not in kept]:
+                destroy(entity)
         self._configured = False
         self._active = False
 
@@ -732,10 +728,7 @@ class AgentNode(LifecycleNode):
     def _fault(self, hook: str, exc: BaseException) -> None:
         text = f"{hook} raised {type(exc).__name__}: {exc}"
         self.get_logger().error(f"{text}; aborting the episode and holding\n{traceback.format_exc()}")
-        ended = self._protocol.end_episode()
-        self._current_step = None
-        if ended is not None:
-            self._complete(ended.episode_id, Episode.Result.ABORTED, ended.steps, text)
+        self._end_episode(Episode.Result.ABORTED, text)
         self._set_status(AgentStatus.FAULT, f"{text}; holding until the next reset", "")
         self._hold_safely()
 
@@ -1005,10 +998,7 @@ class AgentNode(LifecycleNode):
         episode = self._protocol.episode
         # Cancel ends the running episode at once; anything else is already over.
         if episode is not None and episode.episode_id == bytes(goal_handle.goal_id.uuid):
-            ended = self._protocol.end_episode()
-            assert ended is not None
-            self._current_step = None
-            self._complete(ended.episode_id, Episode.Result.CANCELED, ended.steps, "canceled by the client")
+            self._end_episode(Episode.Result.CANCELED, "canceled by the client")
             self._set_status(AgentStatus.IDLE, "episode canceled; holding", "")
             self._hold_safely()
         return CancelResponse.ACCEPT
