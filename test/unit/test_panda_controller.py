@@ -446,3 +446,23 @@ def test_an_uncertain_command_is_not_decided_while_the_arm_moves() -> None:
     c.mark_uncertain()
     assert not c.settle_uncertainty(sim.q, sim.dq, sim.time_ns)  # moving, the tails not ended
     assert c.uncertain
+
+
+def test_a_replanned_hold_stays_where_the_arm_is() -> None:
+    """After a re-plan from the arm (a stop, an uncertain command), holding sends the
+    arm's own configuration, joint by joint: nothing drifts through the IK's null space
+    (a controller that comes back holding where the arm is must not see a jump)."""
+    c = controller()
+    q = panda.HOME + 0.1
+    c.start(q, 0)
+    for k in range(10):
+        c.act(np.array([1.0 if (k // 3) % 2 == 0 else -1.0, 0.0, 0.0]))
+        c.command((k + 1) * PERIOD)
+    c.replan_from(q)
+    for k in range(40):
+        c.hold()
+        command = c.command((20 + k) * PERIOD)
+        assert command is not None
+        for point, velocity in command.points:
+            np.testing.assert_allclose(point, q, atol=1e-12)
+            np.testing.assert_allclose(velocity, 0.0, atol=1e-12)
