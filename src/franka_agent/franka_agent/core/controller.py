@@ -120,6 +120,11 @@ class PandaController:
         self.reset_goal = panda.HOME.copy()
 
     @property
+    def reference_ns(self) -> int:
+        """The time the reference state refers to: the last command's horizon."""
+        return self._reference_ns
+
+    @property
     def action_size(self) -> int:
         return 3 if self.mode == "ee_delta" else panda.DOF
 
