@@ -20,7 +20,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from franka_agent.robots import robot_namespaces, robot_remaps, timing_model_overrides
+from franka_agent.robots import mock_recovery, robot_namespaces, robot_remaps, timing_model_overrides
 from launch import LaunchDescription
 
 
@@ -55,13 +55,15 @@ def _nodes(context: LaunchContext) -> list[Node]:
     nodes = []
     for namespace in namespaces:
         remappings = list(robot_remaps(namespace).items()) if count > 1 else []
+        mock_namespace = namespace if count > 1 else ""
+        recovery = mock_recovery(mock_namespace) if mock else {}
         nodes.append(
             Node(
                 package="franka_agent",
                 executable="panda_agent",
                 name="panda_agent",
                 namespace=namespace,
-                parameters=[config, agent_overrides],
+                parameters=[config, {**agent_overrides, **recovery}],
                 remappings=remappings,
                 output="screen",
             )
@@ -72,7 +74,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
                     package="franka_agent",
                     executable="mock_hardware",
                     name="mock_hardware",
-                    namespace=namespace if count > 1 else "",
+                    namespace=mock_namespace,
                     parameters=[config, mock_overrides],
                     remappings=remappings,
                     output="screen",

@@ -25,6 +25,12 @@ Safe null action: zero displacement: the reference brakes within the limits and 
 Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, or the 7
   joint positions given as reset options) along the same limited reference; the reset
   observation goes out once it has settled.
+Stops the arm makes itself (a reflex, a stop, a controller that went inactive): joint
+  states still over ``stop_window`` of their stamps while the commands move end the
+  episode (outcome ROBOT_STOPPED) and the agent holds; the next reset first calls the
+  robot's error recovery (``recovery``), or, where there is none or it fails, the agent
+  says what a person must do and refuses episodes until it is activated again
+  (docs/robot_stops.md; test_robot_stops.py).
 """
 
 from __future__ import annotations
@@ -43,12 +49,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from franka_agent.core import panda
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
 from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
+from franka_agent.core.stops import StopDetector
+from franka_agent.recovery import PERSON_MUST_ACT, Outcome, Recovery, make_recovery
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage, sensor_qos
 from spin_decoupler_ros.agent.diagnostics import Check
 from spin_decoupler_ros.conversions import float64_field, set_stamp, time_to_ns
-from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.errors import ParameterError, RobotStoppedError
 from spin_decoupler_ros.core.health import Figures, Level, assess_state_age
-from spin_decoupler_ros.core.timing import ns_to_seconds
+from spin_decoupler_ros.core.timing import ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
@@ -113,6 +121,12 @@ class PandaAgent(AgentNode):
         # Commands reliable.
         self._joint_state_reader = LatestMessage(self, JointState, self.joint_states_topic, STATE_QOS)
         self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
+        window_ns = seconds_to_ns(self.stop_window)
+        self._stops = StopDetector(window_ns) if window_ns > 0 else None
+        self._stop_pending: str | None = None  # a stop seen: the next reset recovers first
+        self._recovery: Recovery | None = make_recovery(self, self.recovery_name)
+        self._recovering: tuple[float, int | None, np.ndarray] | None = None  # (started, seed, options)
+        self._recovered_unproven = False  # recovered, the arm not yet seen following
 
     def configure(self) -> AgentSpaces:
         mode = declare_str(self, "action_mode", "ee_delta", "what an action means", choices=ACTION_MODES)
@@ -187,6 +201,26 @@ class PandaAgent(AgentNode):
             self, "trajectory_points", 3, "planned points per command, before the braking tail", low=2, high=50
         )
         self.joint_states_topic = declare_str(self, "joint_states_topic", "/joint_states", "joint state input")
+        self.stop_window = declare_float(
+            self,
+            "stop_window",
+            0.1,
+            "joint states still for this long (their stamps) while the commands move: the robot stopped on its "
+            "own; 0 turns the check off",
+            unit="s",
+            low=0.0,
+            high=5.0,
+        )
+        self.recovery_name = declare_str(
+            self,
+            "recovery",
+            "none",
+            "what the next reset calls after a stop: none (a person must act), trigger:<std_srvs/Trigger service> "
+            "or franka_action:<franka_msgs ErrorRecovery action> (docs/robot_stops.md)",
+        )
+        self.recovery_timeout = declare_float(
+            self, "recovery_timeout", 10.0, "longest the robot's error recovery may take", unit="s", low=0.1, high=300.0
+        )
         self.command_topic = declare_str(
             self,
             "command_topic",
@@ -335,6 +369,8 @@ class PandaAgent(AgentNode):
             self._settled_stop_at = self._continued_at
             self.controller.mark_uncertain()
         if self.controller.uncertain:
+            if self._stops is not None:
+                self._stops.clear()  # what the controller follows is unknown: compare nothing
             q, dq = self._measured()
             if not self.controller.settle_uncertainty(q, dq, self._state_stamp_ns):
                 return  # not at rest yet: the controller goes on with whichever it has
@@ -360,6 +396,7 @@ class PandaAgent(AgentNode):
         sending = time.monotonic()
         self._command_pub.publish(message)
         self.commit_world(command.stamp_ns + command.times_ns[0])
+        self._note_commanded(command)
         if self._sent_late(sending, command.stamp_ns):  # (a stop meanwhile: the next tick's check)
             self.controller.mark_uncertain()
             self.get_logger().warning(
@@ -367,6 +404,79 @@ class PandaAgent(AgentNode):
                 "commanding goes on from the arm once it rests",
                 throttle_duration_sec=1.0,
             )
+
+    # -- stops the arm makes itself --------------------------------------------------------
+
+    def _note_commanded(self, command: Command) -> None:
+        """What the joint controller is to follow up to the command's horizon (its later
+        points are replaced by the next command), for the stop check."""
+        if self._stops is None:
+            return
+        horizon_ns = self.controller.reference_ns
+        times = [command.stamp_ns + t for t in command.times_ns]
+        kept = [i for i, t in enumerate(times) if t <= horizon_ns]
+        self._stops.commanded([times[i] for i in kept], [command.points[i][0] for i in kept])
+
+    def _check_for_stop(self) -> None:
+        """Raise RobotStoppedError if the newest joint state completes a stop (see
+        StopDetector): the reference starts again from the arm, which the agent holds."""
+        if self._stops is None:
+            return
+        self._decode_state()
+        if self._q is None:
+            return
+        stop = self._stops.measured(self._state_stamp_ns, self._q)
+        if self._stops.followed:
+            self._recovered_unproven = False
+        if stop is None:
+            return
+        self._stops.clear()
+        self.controller.replan_from(self._q)
+        text = f"the robot stopped on its own: {stop.describe()}"
+        if self._recovery is None:
+            raise self._person_must_act(f"{text}; no error recovery is configured (recovery: none)")
+        if self._recovered_unproven:
+            raise self._person_must_act(
+                f"{text}, again, right after its error recovery ({self._recovery.name}) succeeded (its controller "
+                "may be inactive)"
+            )
+        self._stop_pending = text
+        raise RobotStoppedError(
+            f"{text}; holding; the next reset calls the robot's error recovery ({self._recovery.name}) first"
+        )
+
+    def _person_must_act(self, text: str) -> RobotStoppedError:
+        """The error that says what a person must do; the agent leaves the robot to them."""
+        self._stop_pending = None
+        self._recovering = None
+        self._recovered_unproven = False
+        return RobotStoppedError(f"{text}; {PERSON_MUST_ACT}", needs_person=True)
+
+    def _poll_recovery(self) -> bool:
+        """Drive the error recovery started by a reset; True once it succeeded (the reset
+        then begins), False while it runs; RobotStoppedError (a person must act) if it
+        failed or ran out of time."""
+        assert self._recovering is not None and self._recovery is not None
+        started, seed, options = self._recovering
+        outcome: Outcome | None = self._recovery.poll()
+        if outcome is None and time.monotonic() - started > self.recovery_timeout:
+            self._recovery.cancel()
+            outcome = Outcome(False, f"no answer within recovery_timeout {self.recovery_timeout:g} s")
+        if outcome is None:
+            return False
+        self._recovering = None
+        if not outcome.succeeded:
+            raise self._person_must_act(
+                f"{self._stop_pending}; the robot's error recovery ({self._recovery.name}) failed: {outcome.message}"
+            )
+        self.get_logger().info(f"the robot recovered ({self._recovery.name}: {outcome.message}); resetting")
+        self._stop_pending = None
+        self._recovered_unproven = True
+        self._reset_started_ns = self.now_ns()  # (reset_timeout counts from here)
+        q, dq = self._measured()
+        self.controller.replan_from(q)
+        self.controller.begin_reset(seed, options, q, dq)
+        return True
 
     def _sent_late(self, sending: float, stamp_ns: int) -> bool:
         """Whether a publish that returned just now may have left after its command's lead
@@ -420,6 +530,7 @@ class PandaAgent(AgentNode):
         self.controller.act(action)  # takes hold after the committed period
 
     def apply_action(self, action: np.ndarray) -> None:
+        self._check_for_stop()
         self._command()
 
     def safe_hold(self) -> None:
@@ -431,6 +542,18 @@ class PandaAgent(AgentNode):
         # before the first /clock, when simulated time still reads 0.
         self._reset_started_ns = None
         self._decode_state()
+        if self._stops is not None:
+            self._stops.clear()
+        if self._stop_pending is not None and self._recovery is not None:
+            self._recovering = (time.monotonic(), seed, options)
+            failed = self._recovery.start()
+            if failed is not None:
+                raise self._person_must_act(
+                    f"{self._stop_pending}; the robot's error recovery could not be called: {failed.message}"
+                )
+            self.get_logger().info(f"calling the robot's error recovery ({self._recovery.name}) before the reset")
+            return
+        self._recovering = None
         self.controller.begin_reset(seed, options, self._q, self._dq)
 
     def reset_done(self) -> bool:
@@ -442,9 +565,14 @@ class PandaAgent(AgentNode):
             if elapsed > self.reset_timeout:
                 raise RuntimeError(f"no joint state on {self.joint_states_topic} within {self.reset_timeout} s")
             return False
+        if self._recovering is not None:
+            self.safe_hold()
+            if not self._poll_recovery():
+                return False
         q, dq = self._measured()
         self.controller.start(q, self.now_ns())
         reached = self.controller.reset_reached(q, dq)
+        self._check_for_stop()
         self._command()
         if reached:
             return True

@@ -42,6 +42,13 @@ def robot_remaps(namespace: str) -> dict[str, str]:
     return {topic: f"{namespace}{topic}" for topic in ROBOT_TOPICS}
 
 
+def mock_recovery(mock_namespace: str) -> dict[str, object]:
+    """The agent's ``recovery`` parameter for a mock in ``mock_namespace``: the mock's
+    ``~/error_recovery`` service (a real Panda's depends on its franka_ros2 release:
+    docs/robot_stops.md)."""
+    return {"recovery": f"trigger:{mock_namespace.rstrip('/')}/mock_hardware/error_recovery"}
+
+
 def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, object], dict[str, object]]:
     """(agent, mock) parameters for a timing model (docs/time_models.md). Under any model
     but ``wall`` the agent stops commanding where the world waits for the learner, and
@@ -88,9 +95,10 @@ def start_mock_robots(
             log_path=log_dir / f"mock_hardware{suffix}.log",
             label=f"mock_hardware{suffix}",
         )
+        agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
         agent = NodeProcess(
             "franka_agent.panda_agent_node",
-            ros_args(params={"use_sim_time": True, **agent_params}, **common),  # type: ignore[arg-type]
+            ros_args(params=agent_overrides, **common),  # type: ignore[arg-type]
             log_path=log_dir / f"panda_agent{suffix}.log",
             label=f"panda_agent{suffix}",
         )

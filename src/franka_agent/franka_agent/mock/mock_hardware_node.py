@@ -27,6 +27,13 @@ waits for the next command however long it takes, for an agent under a timing mo
 whose world waits for the learner (only the first command is waited for at most
 FIRST_COMMAND_WAIT_S, so that a sim-time agent's first tick comes).
 
+A stop the arm makes itself, for tests: ``~/inject_stop`` (std_srvs/Trigger) simulates a
+reflex as franka_ros2 v2.x shows it to an outside node: the controller stops (the arm
+stops at once and holds where it is), joint states keep coming, still, and trajectories are
+ignored (they still pace a lockstep clock) until ``~/error_recovery`` (std_srvs/Trigger,
+standing in for franka_ros2's ErrorRecovery action) brings the controller back, holding
+where the arm is (docs/robot_stops.md).
+
 It checks the desired state it commands at every update against the Panda's position,
 velocity and acceleration limits, and every commanded point against the workspace box,
 counts violations on ``~/limit_violations`` (latched; ``violation_log`` records each
@@ -175,6 +182,8 @@ class MockPandaHardware(Node):
         self.violations = 0
         self.refused = 0  # trajectories refused as joint_trajectory_controller does: they end in the past
         self.commands = 0
+        self.stopped: str | None = None  # why the controller stopped (an injected reflex), until recovered
+        self.ignored = 0  # trajectories that came while it was stopped
 
         # ros2_control_node's state at the control rate, and the merged /joint_states
         # (joint_state_publisher, 30 Hz on the robot).
@@ -196,6 +205,8 @@ class MockPandaHardware(Node):
             event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
         )
         self._reset_srv = self.create_service(Trigger, "~/reset", self._on_reset)
+        self._inject_stop_srv = self.create_service(Trigger, "~/inject_stop", self._on_inject_stop)
+        self._recovery_srv = self.create_service(Trigger, "~/error_recovery", self._on_error_recovery)
         self._state_msg = JointState(name=list(panda.JOINT_NAMES))
         self._clock_msg = ClockMsg()
 
@@ -393,6 +404,19 @@ class MockPandaHardware(Node):
             arrival["stamp_published_wall_ns"] = published[-1] if published else None
         for violation in command_violations(points, self.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
+        first = msg.points[0].time_from_start
+        horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
+            first.sec * 1_000_000_000 + first.nanosec
+        )
+        if self.stopped is not None:
+            # A stopped controller follows nothing; the commands still pace the clock.
+            self.ignored += 1
+            self.get_logger().warning(
+                f"ignored a trajectory: the controller is stopped ({self.stopped})", throttle_duration_sec=1.0
+            )
+            self._horizon_ns = horizon_ns
+            self._advance_allowed()
+            return
         self._catch_up()
         arrival["arrival_sim_ns"] = self.sim.time_ns
         arrival["late_ns"] = None if start_ns is None else self.sim.time_ns - start_ns
@@ -413,10 +437,7 @@ class MockPandaHardware(Node):
             self._lateness_ns.append(self.sim.time_ns - start_ns)
             self._delays.append(self._delay_parts(arrival))
             self._stamps.append(start_ns)
-        first = msg.points[0].time_from_start
-        self._horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
-            first.sec * 1_000_000_000 + first.nanosec
-        )
+        self._horizon_ns = horizon_ns
         self._advance_allowed()
 
     @staticmethod
@@ -470,17 +491,50 @@ class MockPandaHardware(Node):
         response.message = f"arm at home{' with noise' if self.reset_noise else ''}"
         return response
 
+    def _on_inject_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """A reflex: the controller stops, the arm stops at once and holds where it is."""
+        self.stopped = "reflex (injected through ~/inject_stop)"
+        self.sim.place(self.sim.q)
+        self.get_logger().warning(
+            "injected a reflex: the controller stopped, the arm holds; trajectories are ignored until ~/error_recovery"
+        )
+        response.success = True
+        response.message = "the controller stopped (reflex): call ~/error_recovery to bring it back"
+        return response
+
+    def _on_error_recovery(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """franka_ros2's error recovery: the controller comes back, holding where the arm is."""
+        response.success = True
+        if self.stopped is None:
+            response.message = "no error to recover from"
+            return response
+        self.stopped = None
+        self._hold_where_the_arm_is()
+        self.get_logger().info("error recovery: the controller follows trajectories again")
+        response.message = "recovered: the controller holds where the arm is"
+        return response
+
+    def _hold_where_the_arm_is(self) -> None:
+        self.sim.follower.hold(self.sim.q)
+        self.sim.monitor.restart()  # (a jump to holding is the robot's own doing, not a command)
+
     def _publish_diagnostics(self) -> None:
-        level = DiagnosticStatus.OK if self.violations == 0 else DiagnosticStatus.ERROR
+        level = DiagnosticStatus.OK if self.violations == 0 and self.stopped is None else DiagnosticStatus.ERROR
+        if self.stopped is not None:
+            message = f"controller stopped: {self.stopped}; call ~/error_recovery"
+        else:
+            message = "ok" if level == DiagnosticStatus.OK else f"{self.violations} limit violations"
         status = DiagnosticStatus(
             level=level,
             name="mock_hardware: Panda",
             hardware_id="mujoco_panda",
-            message="ok" if level == DiagnosticStatus.OK else f"{self.violations} limit violations",
+            message=message,
             values=[
                 KeyValue(key="limit_violations", value=str(self.violations)),
                 KeyValue(key="trajectories_received", value=str(self.commands)),
                 KeyValue(key="trajectories_refused", value=str(self.refused)),
+                KeyValue(key="trajectories_ignored_while_stopped", value=str(self.ignored)),
+                KeyValue(key="controller", value="stopped" if self.stopped else "active"),
                 KeyValue(key="sim_time", value=f"{self.sim_time:.3f}"),
             ],
         )

@@ -14,7 +14,8 @@ control loop through the protocol state, not through a queue a callback waits on
 
 Subclasses implement the hooks (``build_observation``, ``apply_action``,
 ``reset_workspace``, ``null_action``; optionally ``reset_done``, ``on_action_start``,
-``agent_reward``, ``safe_hold``).
+``agent_reward``, ``safe_hold``). A hook that raises ends the episode ABORTED; one that
+raises ``RobotStoppedError`` (the plant stopped on its own) ends it ROBOT_STOPPED.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from spin_decoupler_ros.conversions import (
     ns_to_time,
     set_stamp,
 )
-from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.errors import ParameterError, RobotStoppedError
 from spin_decoupler_ros.core.health import Figures, LearnerState, assess_control_loop, assess_learner
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
 from spin_decoupler_ros.core.spaces import ActionSpec
@@ -76,6 +77,7 @@ LEARNER_STATES = {
     AgentStatus.HOLDING: LearnerState.HOLDING,
     AgentStatus.FAULT: LearnerState.FAULT,
     AgentStatus.INACTIVE: LearnerState.INACTIVE,
+    AgentStatus.STOPPED: LearnerState.ROBOT_STOPPED,
 }
 
 # Lifecycle states an agent can be brought to at start (parameter start_state).
@@ -88,6 +90,7 @@ _OUTCOME_NAMES = {
     Episode.Result.WATCHDOG: "WATCHDOG",
     Episode.Result.CANCELED: "CANCELED",
     Episode.Result.DEACTIVATED: "DEACTIVATED",
+    Episode.Result.ROBOT_STOPPED: "ROBOT_STOPPED",
 }
 
 
@@ -399,6 +402,7 @@ class AgentNode(LifecycleNode):
         self._status_message = ""
         self._status_client = ""
         self._faulted_hold_logged = False
+        self._stopped_reason: str | None = None  # the robot stopped and a person must act
         self._feedback_msg = Episode.Feedback()
         self._timing_msg = StepTiming()
 
@@ -446,6 +450,9 @@ class AgentNode(LifecycleNode):
 
     def _activate(self) -> None:
         self._active = True
+        if self._stopped_reason is not None:
+            self.get_logger().info("activated after a robot stop: episodes are served again")
+            self._stopped_reason = None
         self._set_status(AgentStatus.IDLE, "waiting for an RL client", "")
         if self._self_clocked:  # (a clocked agent says it from its first active tick)
             self._log_ready()
@@ -721,6 +728,9 @@ class AgentNode(LifecycleNode):
         """Run a user hook; if it raises, abort the episode, hold, and keep the loop alive."""
         try:
             return hook(*args)
+        except RobotStoppedError as stop:
+            self._robot_stopped(stop)
+            return None
         except Exception as exc:
             self._fault(name, exc)
             return None
@@ -730,6 +740,26 @@ class AgentNode(LifecycleNode):
         self.get_logger().error(f"{text}; aborting the episode and holding\n{traceback.format_exc()}")
         self._end_episode(Episode.Result.ABORTED, text)
         self._set_status(AgentStatus.FAULT, f"{text}; holding until the next reset", "")
+        self._hold_safely()
+
+    def _robot_stopped(self, stop: RobotStoppedError) -> None:
+        """The plant stopped on its own (a hook said so): end the episode with outcome
+        ROBOT_STOPPED and hold. If a person must act, refuse episodes until the agent is
+        activated again (test_robot_stops.py holds these rules)."""
+        text = str(stop)
+        if stop.needs_person:
+            name = self.get_fully_qualified_name()
+            text += (
+                f"; then bring the agent back: ros2 lifecycle set {name} deactivate, then ros2 lifecycle set "
+                f"{name} activate (episodes are refused until then)"
+            )
+        self.get_logger().error(f"robot stopped: {text}")
+        self._end_episode(Episode.Result.ROBOT_STOPPED, text, needs_person=stop.needs_person)
+        if stop.needs_person:
+            self._stopped_reason = text
+            self._set_status(AgentStatus.STOPPED, text, "")
+        else:
+            self._set_status(AgentStatus.FAULT, f"{text}; holding until the next reset", "")
         self._hold_safely()
 
     # -- observations -----------------------------------------------------------------
@@ -929,7 +959,12 @@ class AgentNode(LifecycleNode):
     # -- the Episode action -------------------------------------------------------------
 
     def _on_goal(self, goal: Episode.Goal) -> GoalResponse:
-        reason = self._protocol.goal_rejection(goal.client_id) if self._active else self._inactive_reason()
+        if not self._active:
+            reason: str | None = self._inactive_reason()
+        elif self._stopped_reason is not None:
+            reason = self._stopped_reason
+        else:
+            reason = self._protocol.goal_rejection(goal.client_id)
         if reason is None:
             return GoalResponse.ACCEPT
         self._rejected += 1
@@ -1003,11 +1038,11 @@ class AgentNode(LifecycleNode):
             self._hold_safely()
         return CancelResponse.ACCEPT
 
-    def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str) -> None:
+    def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str, *, needs_person: bool = False) -> None:
         handle = self._episodes.get(episode_id)
         if handle is None or handle.done.done():
             return
-        handle.done.set_result(Episode.Result(outcome=outcome, steps=steps, error=error))
+        handle.done.set_result(Episode.Result(outcome=outcome, steps=steps, error=error, needs_person=needs_person))
 
     # -- status -------------------------------------------------------------------------
 
@@ -1020,6 +1055,8 @@ class AgentNode(LifecycleNode):
         self._publish_status(message)
 
     def _publish_status(self, message: str) -> None:
+        if self._status_state == AgentStatus.STOPPED and message != self._status_message:
+            message = f"{message}; {self._status_message}"  # what a person must do stays said
         self._status_pub.publish(
             AgentStatus(
                 state=max(self._status_state, 0),
@@ -1049,12 +1086,12 @@ class AgentNode(LifecycleNode):
         self._hold_safely()
         self._save_period_log()
 
-    def _end_episode(self, outcome: int, reason: str) -> None:
+    def _end_episode(self, outcome: int, reason: str, *, needs_person: bool = False) -> None:
         ended = self._protocol.end_episode()
         self._current_step = None
         self._waiting_command = None
         if ended is not None:
-            self._complete(ended.episode_id, outcome, ended.steps, reason)
+            self._complete(ended.episode_id, outcome, ended.steps, reason, needs_person=needs_person)
 
     def _save_period_log(self) -> None:
         if self.params.period_log:

@@ -10,6 +10,7 @@ from spin_decoupler_ros.core.errors import (
     EpisodeEndedError,
     NotResetError,
     ParameterError,
+    RobotStoppedError,
     StepTimeoutError,
 )
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
@@ -31,6 +32,7 @@ __all__ = [
     "EpisodeEndedError",
     "NotResetError",
     "ParameterError",
+    "RobotStoppedError",
     "StepStart",
     "StepTimeoutError",
     "TickEvent",

@@ -43,6 +43,20 @@ class EpisodeEndedError(AgentError):
         self.outcome = outcome
 
 
+class RobotStoppedError(EpisodeEndedError):
+    """The robot stopped on its own (a reflex, an emergency or user stop, a controller
+    that went inactive) and the episode cannot go on.
+
+    An agent hook raises it to end the episode with outcome ROBOT_STOPPED (and hold);
+    the RL side receives it. ``needs_person``: the agent cannot recover the robot itself,
+    a person must act (the message says what); otherwise the next reset recovers it.
+    """
+
+    def __init__(self, message: str, *, needs_person: bool = False) -> None:
+        super().__init__(message, "ROBOT_STOPPED")
+        self.needs_person = needs_person
+
+
 class ActionSpaceError(DecouplerError, ValueError):
     """An action does not fit the agent's action space (length, NaN/inf, range)."""
 

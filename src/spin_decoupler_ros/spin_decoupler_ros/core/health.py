@@ -152,6 +152,7 @@ class LearnerState(enum.Enum):
     HOLDING = "holding"
     FAULT = "fault"
     INACTIVE = "inactive"  # lifecycle: configured, not active
+    ROBOT_STOPPED = "robot stopped"  # the robot stopped on its own and a person must act
 
 
 def assess_learner(state: LearnerState, figures: Figures, thresholds: HealthThresholds) -> tuple[Level, str]:
@@ -159,6 +160,8 @@ def assess_learner(state: LearnerState, figures: Figures, thresholds: HealthThre
     error; a slow one (think time p99 over its threshold) a warning."""
     if state is LearnerState.FAULT:
         return Level.ERROR, "fault: holding until the next reset"
+    if state is LearnerState.ROBOT_STOPPED:
+        return Level.ERROR, "the robot stopped on its own: a person must act (see the status message)"
     if state is LearnerState.INACTIVE:
         return Level.OK, "not active (lifecycle): holding, episodes refused until activated"
     if state is LearnerState.HOLDING:

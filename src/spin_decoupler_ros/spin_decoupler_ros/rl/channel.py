@@ -40,6 +40,7 @@ from spin_decoupler_ros.core.errors import (
     AgentInactiveError,
     EpisodeEndedError,
     NotResetError,
+    RobotStoppedError,
 )
 from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
@@ -256,9 +257,12 @@ class AgentChannel:
         assert isinstance(goal_handle, ClientGoalHandle)
         if not goal_handle.accepted:
             reason = self._rejection_reason()
-            inactive = self.status is not None and self.status.state == AgentStatus.INACTIVE
-            error = AgentInactiveError if inactive else AgentBusyError
-            self._fail(error(f"agent {self.agent_name} refused the episode: {reason}"))
+            state = self.status.state if self.status is not None else None
+            message = f"agent {self.agent_name} refused the episode: {reason}"
+            if state == AgentStatus.STOPPED:
+                self._fail(RobotStoppedError(message, needs_person=True))
+            else:
+                self._fail((AgentInactiveError if state == AgentStatus.INACTIVE else AgentBusyError)(message))
             return
         self._goal_handle = goal_handle
         self._episode_uuid = bytes(goal_handle.goal_id.uuid)
@@ -272,7 +276,9 @@ class AgentChannel:
 
     def _rejection_reason(self) -> str:
         status = self.status
-        if status is not None and (self.client_id in status.message or status.state == AgentStatus.INACTIVE):
+        if status is not None and (
+            self.client_id in status.message or status.state in (AgentStatus.INACTIVE, AgentStatus.STOPPED)
+        ):
             return status.message
         if status is not None and status.client_id and status.client_id != self.client_id:
             return f"it serves client '{status.client_id}'"
@@ -330,13 +336,12 @@ class AgentChannel:
         if self._finishing or ended_normally:
             return
         text = result.error or "no reason given"
-        self._fail(
-            EpisodeEndedError(
-                f"agent {self.agent_name} ended the episode after {result.steps} steps "
-                f"({outcome_name(result.outcome)}): {text}",
-                outcome_name(result.outcome),
-            )
-        )
+        outcome = outcome_name(result.outcome)
+        message = f"agent {self.agent_name} ended the episode after {result.steps} steps ({outcome}): {text}"
+        if result.outcome == Episode.Result.ROBOT_STOPPED:
+            self._fail(RobotStoppedError(message, needs_person=result.needs_person))
+        else:
+            self._fail(EpisodeEndedError(message, outcome))
 
     def _fail(self, error: Exception) -> None:
         self._error = error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -11,13 +12,21 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from spin_decoupler_ros.core.errors import AgentError, AgentInactiveError, AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.core.errors import (
+    AgentError,
+    AgentInactiveError,
+    AgentNotFoundError,
+    EpisodeEndedError,
+    RobotStoppedError,
+    StepTimeoutError,
+)
 from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient
 
 AgentLostPolicy = Literal["raise", "truncate"]
-# How often a reset asks an inactive (paused) agent again.
+# How often a reset asks an inactive (paused) agent, or one whose robot waits for a person, again.
 INACTIVE_RETRY_S = 0.5
+_log = logging.getLogger("spin_decoupler.env")
 
 
 class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -46,9 +55,13 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Episode end
     ``terminated`` comes from ``is_terminated(observation, answer)`` (default never);
     ``truncated`` after ``max_episode_steps`` steps, or, with ``on_agent_lost="truncate"``,
-    when the agent stops answering or is deactivated by an operator (lifecycle: a
-    pause; ``info["truncated_reason"]`` says why); the next ``reset()`` waits up to
-    ``agent_wait_timeout`` s for an agent to come back, or to be activated again.
+    when the agent stops answering, is deactivated by an operator (lifecycle: a pause)
+    or its robot stops on its own (a reflex, a stop: ``RobotStoppedError``);
+    ``info["truncated_reason"]`` says why, ``info["agent_outcome"]`` names how the agent
+    ended the episode. The next ``reset()`` waits up to ``agent_wait_timeout`` s for an
+    agent to come back, to be activated again, or for a person to recover the robot
+    (logged once as a warning naming what to do); after a stop the agent recovers
+    itself where the robot allows it.
 
     ## Info
     ``seq``, ``lat`` (previous action's measured duration, s), ``ato`` (agent time of
@@ -172,7 +185,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         if not self._agent_lost:
             try:
                 return self.complete_reset(self.client.reset(agent_seed, reset_options))
-            except AgentInactiveError:  # paused by an operator (lifecycle): wait for it
+            except (AgentInactiveError, RobotStoppedError):  # paused, or the robot needs a person: wait
                 if self.on_agent_lost == "raise":
                     raise
         answer = self._reset_when_agent_returns(agent_seed, reset_options)
@@ -186,8 +199,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             if self.on_agent_lost == "raise" or self._last_observation is None:
                 raise
             # Gone, or paused by an operator: the next reset waits for it to come back.
-            self._agent_lost = isinstance(exc, StepTimeoutError) or getattr(exc, "outcome", "") == "DEACTIVATED"
-            return self._last_observation.copy(), 0.0, False, True, {"truncated_reason": str(exc)}
+            # (After a robot stop the next reset recovers it, or waits for a person.)
+            outcome = exc.outcome if isinstance(exc, EpisodeEndedError) else ""
+            self._agent_lost = isinstance(exc, StepTimeoutError) or outcome == "DEACTIVATED"
+            info = {"truncated_reason": str(exc), "agent_outcome": outcome}
+            return self._last_observation.copy(), 0.0, False, True, info
         return self.complete_step(agent_action, duration, answer)
 
     # -- the two halves of reset() and step(), for drivers of many envs (the VecEnv) ----
@@ -239,6 +255,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         to expire), so each attempt is short and the next one goes to whichever agent
         is there by then."""
         deadline = time.monotonic() + self.agent_wait_timeout
+        said = ""  # the last robot stop reported
         while True:
             remaining = deadline - time.monotonic()
             attempt = min(self.reconnect_attempt_timeout, max(remaining, 0.1))
@@ -246,9 +263,12 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             try:
                 self.client.connect(timeout=max(remaining, 0.0))
                 answer = self.client.reset(seed, options)
-            except AgentInactiveError:  # refused at once: ask again in a while
+            except (AgentInactiveError, RobotStoppedError) as exc:  # refused at once: ask again in a while
                 if time.monotonic() >= deadline:
                     raise
+                if isinstance(exc, RobotStoppedError) and str(exc) != said:
+                    said = str(exc)
+                    _log.warning("waiting for the robot (up to %.0f s more): %s", deadline - time.monotonic(), exc)
                 time.sleep(min(INACTIVE_RETRY_S, max(deadline - time.monotonic(), 0.0)))
                 continue
             except (StepTimeoutError, AgentNotFoundError, AgentError):

@@ -1,0 +1,142 @@
+"""Stops the arm makes itself, end to end on the mock (mock, agent and the test as
+processes): an injected reflex ends the episode with a typed reason within a bounded
+time, the arm holds, the next reset calls the robot's error recovery and training goes
+on; without a recovery the agent says what a person must do and refuses episodes until
+it is activated again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import start_panda_agent, start_panda_mock
+from lifecycle_msgs.msg import Transition
+from rclpy.client import Client
+from std_srvs.srv import Trigger
+from test_lifecycle import LifecycleClient
+from test_panda import limit_violations
+
+from spin_decoupler_ros.core import RobotStoppedError
+from spin_decoupler_ros.rl import DecoupledEnv, RLClient
+from spin_decoupler_ros.tools.processes import ProcessGroup
+
+MOCK_RECOVERY = "trigger:/mock_hardware/error_recovery"
+# Back and forth along x: the commanded hand never rests (3 cm per 0.1 s step).
+BACK_AND_FORTH = (np.array([1.0, 0.0, 0.0]), np.array([-1.0, 0.0, 0.0]))
+# Detected within the stop window (0.1 s) plus the command lead and a tick: in the
+# step under way or the next (0.1 s each); three is the bound asserted.
+MOST_STEPS_TO_DETECT = 3
+
+
+def call_mock(operator: LifecycleClient, service: str) -> Trigger.Response:
+    """Call one of the mock's std_srvs/Trigger services from the operator's node."""
+    client: Client = operator.node.create_client(Trigger, f"/mock_hardware/{service}")
+    assert client.wait_for_service(timeout_sec=20), f"no /mock_hardware/{service}"
+    future = client.call_async(Trigger.Request())
+    operator.executor.spin_until_future_complete(future, timeout_sec=20)
+    response = future.result()
+    assert response is not None and response.success, f"{service}: {response}"
+    operator.node.destroy_client(client)
+    return response
+
+
+def tcp(observation: np.ndarray) -> np.ndarray:
+    return np.asarray(observation[14:17], dtype=np.float64)
+
+
+def test_a_reflex_ends_the_episode_typed_and_training_goes_on_after_the_recovery(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    mock = start_panda_mock(processes, tmp_path)
+    agent = start_panda_agent(processes, tmp_path, recovery=MOCK_RECOVERY)
+    operator = LifecycleClient("panda_agent")
+    env = DecoupledEnv(on_agent_lost="truncate", agent_wait_timeout=60, client_options={"connect_timeout": 20})
+    try:
+        env.reset(seed=0)
+        for step in range(6):
+            _, _, _, truncated, _ = env.step(BACK_AND_FORTH[step % 2].astype(np.float32))
+            assert not truncated
+        call_mock(operator, "inject_stop")
+        info: dict[str, object] = {}
+        for steps_after in range(1, 20):
+            observation, reward, terminated, truncated, info = env.step(
+                BACK_AND_FORTH[steps_after % 2].astype(np.float32)
+            )
+            if truncated:
+                break
+        assert truncated and not terminated and reward == 0.0
+        assert steps_after <= MOST_STEPS_TO_DETECT, f"detected only after {steps_after} steps"
+        assert info["agent_outcome"] == "ROBOT_STOPPED"
+        assert "stopped on its own" in str(info["truncated_reason"])
+        assert "error recovery" in str(info["truncated_reason"])  # what the next reset does
+        # The next reset calls the mock's error recovery, then brings the arm to its start.
+        observation, _ = env.reset(seed=1)
+        assert "error recovery: the controller follows trajectories again" in mock.log_text()
+        assert "the robot recovered" in agent.log_text()
+        start = tcp(observation)
+        moved = 0.0
+        for step in range(10):
+            observation, _, _, truncated, _ = env.step(BACK_AND_FORTH[0].astype(np.float32) * (0.5 if step else 1.0))
+            assert not truncated, "training did not go on after the recovery"
+            moved = max(moved, float(np.linalg.norm(tcp(observation) - start)))
+        assert moved > 0.05, f"the arm did not follow after the recovery (moved {moved:.3f} m)"
+        assert limit_violations() == 0
+    finally:
+        env.close()
+        operator.close()
+
+
+def test_without_a_recovery_a_person_must_act_and_episodes_wait_for_the_operator(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    start_panda_mock(processes, tmp_path, violation_log=str(tmp_path / "violations.jsonl"))
+    agent = start_panda_agent(processes, tmp_path, recovery="none")
+    operator = LifecycleClient("panda_agent")
+    try:
+        with RLClient(connect_timeout=20) as client:
+            client.reset(seed=0)
+            for step in range(4):
+                client.step(BACK_AND_FORTH[step % 2])
+            call_mock(operator, "inject_stop")
+            with pytest.raises(RobotStoppedError) as stopped:
+                for step in range(MOST_STEPS_TO_DETECT):
+                    client.step(BACK_AND_FORTH[step % 2])
+            assert stopped.value.needs_person and stopped.value.outcome == "ROBOT_STOPPED"
+            assert "a person must act" in str(stopped.value) and "recovery: none" in str(stopped.value)
+            assert "ros2 lifecycle set /panda_agent activate" in str(stopped.value)
+            # Refused until the operator acts, saying why.
+            with pytest.raises(RobotStoppedError, match="a person must act") as refused:
+                client.reset(seed=1)
+            assert refused.value.needs_person
+            # The operator recovers the robot and brings the agent back.
+            call_mock(operator, "error_recovery")
+            assert operator.change(Transition.TRANSITION_DEACTIVATE)
+            assert operator.change(Transition.TRANSITION_ACTIVATE)
+            start = tcp(client.reset(seed=1).observation)
+            for _ in range(6):
+                answer = client.step(BACK_AND_FORTH[0])
+            assert np.linalg.norm(tcp(answer.observation) - start) > 0.05
+        assert "robot stopped" in agent.log_text()
+        assert limit_violations() == 0
+    finally:
+        operator.close()
+
+
+def test_a_recovery_that_does_not_answer_leaves_the_robot_to_a_person(processes: ProcessGroup, tmp_path: Path) -> None:
+    start_panda_mock(processes, tmp_path)
+    start_panda_agent(processes, tmp_path, recovery="trigger:/nobody/error_recovery")
+    operator = LifecycleClient("panda_agent")
+    try:
+        with RLClient(connect_timeout=20) as client:
+            client.reset(seed=0)
+            call_mock(operator, "inject_stop")
+            with pytest.raises(RobotStoppedError) as stopped:
+                for step in range(MOST_STEPS_TO_DETECT + 1):
+                    client.step(BACK_AND_FORTH[step % 2])
+            assert not stopped.value.needs_person  # the next reset will try the recovery
+            with pytest.raises(RobotStoppedError, match="could not be called") as failed:
+                client.reset(seed=1)
+            assert failed.value.needs_person and "a person must act" in str(failed.value)
+    finally:
+        operator.close()
