@@ -56,6 +56,11 @@ TESTS = (
     "test/integration/test_rephase_timer.py",
     "test/integration/test_clock_offset.py",
     "test/integration/test_latest_message.py",
+    "test/integration/test_robot_stops.py",
+    "test/integration/test_faults.py::test_an_episode_belongs_to_its_client",
+    "test/integration/test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once",
+    "test/integration/test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name",
+    "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
 )
 COLUMNS = ("idle", "busy_core")
 

@@ -95,3 +95,29 @@ def test_skeleton_env_and_agent_work_together(skeleton: None) -> None:
         assert np.linalg.norm(observation[2:]) < np.linalg.norm(env.goal - start)
     finally:
         env.close()
+
+
+def test_an_env_made_with_a_client_is_made_again_from_its_spec(processes: ProcessGroup, tmp_path: Path) -> None:
+    """The trainers' way (a client made first, in the agent's namespace): the spec keeps
+    the namespace and the task's arguments, and both checkers pass (Gymnasium's makes
+    the env again from its spec)."""
+    from spin_decoupler_ros.rl import RLClient
+
+    start_node(
+        processes, "spin_decoupler_ros.examples.first_order_plant.agent", tmp_path, namespace="/plant_a", params=FAST
+    )
+    env = PlantTrackingEnv(client=RLClient("/plant_a", connect_timeout=20), setpoint_range=0.25, max_episode_steps=7)
+    try:
+        assert env.spec is not None
+        assert env.spec.kwargs == {"agent_namespace": "/plant_a", "setpoint_range": 0.25, "max_episode_steps": 7}
+        again = env.spec.make()
+        try:
+            inner = again.unwrapped
+            assert isinstance(inner, PlantTrackingEnv)
+            assert inner.client.channel.namespace == "/plant_a" and inner.setpoint_range == 0.25
+        finally:
+            again.close()
+        gym_check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=True, skip_render_check=True)
+    finally:
+        env.close()

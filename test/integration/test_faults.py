@@ -4,6 +4,7 @@ error, with nothing commanded from bad input and nothing left hanging."""
 
 from __future__ import annotations
 
+import array
 import os
 import signal
 import sys
@@ -14,15 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rclpy
+from action_msgs.srv import CancelGoal
 from helpers import start_node
 from rclpy.action import ActionClient
 from rclpy.action.client import ClientGoalHandle
+from rclpy.client import Client
 from rclpy.node import Node
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentStatus, StepCommand
 from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS
 from spin_decoupler_ros.core import AgentBusyError, EpisodeEndedError, StepTimeoutError
+from spin_decoupler_ros.core.auth import command_tag, new_key
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import init_private_context
@@ -48,6 +52,7 @@ class RogueClient:
         self.statuses: list[AgentStatus] = []
         self.node.create_subscription(AgentStatus, "status", self.statuses.append, LATCHED_QOS)
         self.goal: ClientGoalHandle | None = None
+        self.key = b""
         self._answered = 0
         assert self.actions.wait_for_server(timeout_sec=20)
         self.spin_until(lambda: self.commands.get_subscription_count() > 0)
@@ -59,7 +64,8 @@ class RogueClient:
         return bool(condition())
 
     def reset(self) -> bool:
-        goal = Episode.Goal(client_id=self.client_id)
+        self.key = new_key()
+        goal = Episode.Goal(client_id=self.client_id, key=array.array("B", self.key))
         future = self.actions.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
         assert self.spin_until(future.done)
         self.goal = future.result()
@@ -68,13 +74,24 @@ class RogueClient:
             return False
         return self.spin_until(lambda: any(f.step.seq == 0 for f in self.feedback))
 
-    def send(self, seq: int, action: list[float], kind: int = StepCommand.STEP, episode: bytes | None = None) -> None:
+    def send(
+        self,
+        seq: int,
+        action: list[float],
+        kind: int = StepCommand.STEP,
+        episode: bytes | None = None,
+        duration: tuple[int, int] = (0, 0),
+    ) -> None:
+        """A command signed under this client's episode key, as its owner sends it."""
         self._answered = len(self.feedback)  # answer() waits for one that comes after this
         msg = StepCommand(kind=kind, seq=seq)
         assert episode is not None or self.goal is not None
         uuid = episode if episode is not None else bytes(self.goal.goal_id.uuid)  # type: ignore[union-attr]
         msg.episode_id.uuid = np.frombuffer(uuid, dtype=np.uint8)
         msg.action = action
+        msg.duration.sec, msg.duration.nanosec = duration
+        tag = command_tag(self.key, kind, uuid, seq, np.asarray(action, dtype=np.float64), *duration)
+        msg.tag = array.array("B", tag)
         self.commands.publish(msg)
 
     def answer(self, seq: int) -> Episode.Feedback:
@@ -162,6 +179,74 @@ def test_a_second_client_is_refused_while_the_first_one_is_active(rogue: RogueCl
     assert rogue.answer(2).step.error == ""  # the first one carries on
 
 
+def test_a_malformed_time_field_is_rejected_by_name(rogue: RogueClient) -> None:
+    assert rogue.reset()
+    rogue.send(1, [0.5], duration=(0, 4_000_000_000))  # (not 4 s: nanosec must be below 1e9)
+    assert "duration.nanosec = 4000000000 is not below 1e9" in rogue.answer(1).step.error
+    rogue.send(1, [0.5], duration=(0, 50_000_000))
+    assert rogue.answer(1).step.error == ""
+
+
+def test_an_episode_belongs_to_its_client(processes: ProcessGroup, tmp_path: Path) -> None:
+    """Another process on the domain that knows the episode's id (every command names
+    it, in clear) and copies its commands cannot drive, end, cancel or take over the
+    episode: what it sends is dropped and counted on the status topic, and the owner
+    never sees an error it did not cause."""
+    start_node(processes, PLANT, tmp_path, params={**FAST, "watchdog_timeout": 5.0})
+    with RLClient(connect_timeout=20) as owner:
+        forger = RogueClient(client_id=owner.channel.client_id)  # (its goal names the owner, too)
+        heard: list[StepCommand] = []
+        forger.node.create_subscription(StepCommand, "step_command", heard.append, COMMAND_QOS)
+        canceller: Client = forger.node.create_client(CancelGoal, "episode/_action/cancel_goal")
+        try:
+            owner.reset(options=[0.0])
+            for _ in range(50):  # until the forger hears the owner's steps (discovery)
+                seq = owner.step([0.2]).seq
+                if forger.spin_until(lambda seq=seq: any(c.seq == seq for c in heard), timeout=0.2):  # type: ignore[misc]
+                    break
+            copy = next(c for c in heard if c.seq == seq)
+            episode = bytes(copy.episode_id.uuid)
+            # ... and until the agent hears the forger (a command for no episode is refused).
+            for _ in range(20):
+                forger.send(1, [0.0], episode=os.urandom(16))
+                if forger.spin_until(lambda: any("rejected a command" in s.message for s in forger.statuses), 0.5):
+                    break
+            forged = [copy]  # a copy of the owner's own signed step
+            for kind, action, nanosec in (
+                (StepCommand.STEP, [float("nan")], 0),
+                (StepCommand.STEP, [1.0], 0),  # well formed
+                (StepCommand.STEP, [1.0], 4_000_000_000),  # malformed too
+                (StepCommand.FINISH, [], 0),
+            ):
+                msg = StepCommand(kind=kind, seq=seq + 1 if kind == StepCommand.STEP else seq)
+                msg.episode_id.uuid = np.frombuffer(episode, dtype=np.uint8)
+                msg.action, msg.duration.nanosec = action, nanosec
+                msg.tag = array.array("B", os.urandom(32))
+                forged.append(msg)
+            for msg in forged:
+                forger.commands.publish(msg)
+            # A goal under the owner's name without the proof of its key is another client's.
+            assert not forger.reset()
+            assert forger.status_mentioning("without the proof of its key") is not None
+            # A cancel of the running goal is refused.
+            assert canceller.wait_for_service(timeout_sec=10)
+            request = CancelGoal.Request()
+            request.goal_info.goal_id.uuid = np.frombuffer(episode, dtype=np.uint8)
+            cancel = canceller.call_async(request)
+            assert forger.spin_until(cancel.done)
+            response = cancel.result()
+            assert response is not None and len(response.goals_canceling) == 0  # (rclpy: nothing is canceling)
+            # The owner goes on as if nothing happened: its next step is the next one (a
+            # forged step taken would have made it out of order, an error it never caused).
+            assert owner.step([0.2]).seq == seq + 1
+            assert owner.step([0.2]).seq == seq + 2
+            assert forger.spin_until(lambda: forger.statuses[-1].dropped_commands >= len(forged) + 1, timeout=10), (
+                f"dropped {forger.statuses[-1].dropped_commands}, forged {len(forged)} and a cancel"
+            )
+        finally:
+            forger.close()
+
+
 # -- hooks that raise ---------------------------------------------------------------
 
 
@@ -211,12 +296,28 @@ def test_agent_killed_mid_step_ends_in_a_typed_error_within_the_timeout(
         client.step([0.1])
         agent.kill(signal.SIGKILL)
         started = time.monotonic()
-        with pytest.raises(StepTimeoutError, match="did not answer within"):
+        with pytest.raises(StepTimeoutError, match=r"did not answer within|has left the ROS graph") as failed:
             client.step([0.1])
         waited = time.monotonic() - started
-    # Default: the step's duration plus max(2 s, 10 RL timesteps); never before it, and
-    # not much after (how much after is the machine's, not the decoupler's).
-    assert 2.0 < waited < 2.0 + 10.0
+    # Default: the step's duration plus max(2 s, 10 RL timesteps), never before it; or as
+    # soon as the graph shows the agent gone. Not much after either (how much after is
+    # the machine's, not the decoupler's).
+    assert waited < 2.0 + 10.0
+    if "did not answer" in str(failed.value):
+        assert waited > 2.0
+
+
+def test_a_reset_against_an_agent_that_left_fails_at_once(processes: ProcessGroup, tmp_path: Path) -> None:
+    """A wait whose outcome is decided ends: an agent gone from the graph cannot answer."""
+    agent = start_node(processes, PLANT, tmp_path, params=FAST)
+    with RLClient(connect_timeout=20, reset_timeout=30.0) as client:
+        client.reset()
+        client.step([0.1])
+        assert agent.stop() == 0  # (SIGINT: it leaves the graph)
+        started = time.monotonic()
+        with pytest.raises(StepTimeoutError, match="has left the ROS graph") as failed:
+            client.reset()
+        assert time.monotonic() - started < 5.0, str(failed.value)  # a couple of graph checks, not the 30 s timeout
 
 
 def test_env_truncates_when_the_agent_dies_and_resumes_with_a_new_one(processes: ProcessGroup, tmp_path: Path) -> None:

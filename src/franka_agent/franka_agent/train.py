@@ -25,9 +25,17 @@ from rclpy.node import Node
 from franka_agent.reach_task import PandaReachEnv
 from franka_agent.robots import robot_namespaces
 from spin_decoupler_ros.core.errors import ParameterError
-from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.params import (
+    check_no_unknown_parameters,
+    check_params_files,
+    declare_float,
+    declare_float_list,
+    declare_int,
+    declare_str,
+)
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import RLNode
+from spin_decoupler_ros.tools.processes import die_with_parent
 
 NODE_NAME = "panda_trainer"
 ALGORITHMS = ("sac", "td3")
@@ -102,6 +110,12 @@ def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any]) ->
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv if argv is None else argv
+    die_with_parent()
+    try:
+        check_params_files(argv)
+    except ParameterError as exc:
+        print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
+        return 2
     rl_node = RLNode(NODE_NAME, argv, parameter_services=True)
     node = rl_node.node
     log = node.get_logger()
@@ -155,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         agent_wait_timeout = declare_float(
             node, "agent_wait_timeout", 600.0, "how long a reset waits for the agent to come back", unit="s", low=1.0
         )
+        # (the params file may hold every algorithm's hyperparameters: only this one's are read)
+        check_no_unknown_parameters(node, ignore_prefixes=[f"{name}." for name in ALGORITHMS if name != algorithm])
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
         rl_node.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import signal
 import sys
+import time
 from collections.abc import Callable
 
 import rclpy
@@ -29,8 +30,11 @@ from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
+from spin_decoupler_ros.params import check_no_unknown_parameters, check_params_files
+from spin_decoupler_ros.tools.processes import die_with_parent
 
 SIGNAL_CHECK_S = 0.2
+FLUSH_S = 0.2
 
 
 class ExitRequested(Exception):
@@ -70,7 +74,13 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
     so that ``close()`` still has a live context to send its last commands with.
     """
+    die_with_parent()
     use_dds_profile()
+    try:
+        check_params_files(sys.argv if args is None else args)
+    except ParameterError as exc:
+        print(f"fatal: {exc}", file=sys.stderr, flush=True)
+        return 2
     try:
         from rclpy.signals import SignalHandlerOptions
 
@@ -81,10 +91,13 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     node: Node | None = None
+    executor: SingleThreadedExecutor | None = None
     code = 0
     try:
         node = node_factory()
         bring_up(node)
+        if not isinstance(node, LifecycleNode):  # (a managed node checks when it is configured)
+            check_no_unknown_parameters(node)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         # Everything made so far lives as long as the node: out of the collector's sight,
@@ -110,6 +123,23 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
                     close()
                 except Exception as exc:
                     print(f"[{node.get_name()}] close failed: {exc}", file=sys.stderr, flush=True)
+            if executor is not None and getattr(node, "flush_on_exit", False):
+                _flush(executor)
             node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+def _flush(executor: SingleThreadedExecutor) -> None:
+    """For a node that sets ``flush_on_exit`` (an agent): run what ``close()`` left to do
+    (the ended episode's result, its last status, saying it is going) for at most
+    ``FLUSH_S``. A client that never hears them waits until the node's DDS lease runs
+    out (20 s) (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
+    deadline = time.monotonic() + FLUSH_S
+    while time.monotonic() < deadline and rclpy.ok():
+        try:
+            executor.spin_once(timeout_sec=0.01)
+        except ExitRequested:
+            continue  # (an exit timer again: the node is leaving anyway)
+        except (ExternalShutdownException, KeyboardInterrupt):
+            return

@@ -8,12 +8,17 @@ the node exits.
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
+import yaml
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from spin_decoupler_ros.core.errors import ParameterError
 
@@ -123,6 +128,8 @@ def _declare(
     before (a managed node configured again after cleanup): the value it has."""
     if node.has_parameter(name):
         return node.get_parameter(name).value
+    if isinstance(default, float) or (isinstance(default, list) and default and isinstance(default[0], float)):
+        _integer_override_as_float(node, name)
     try:
         return node.declare_parameter(name, default, descriptor).value
     except InvalidParameterTypeException as exc:
@@ -130,3 +137,73 @@ def _declare(
     except InvalidParameterValueException as exc:
         reason = out_of_range or descriptor.description
         raise ParameterError(f"parameter '{name}' is invalid ({exc}); {reason}") from None
+
+
+def _overrides(node: Node) -> dict[str, Parameter] | None:
+    """The values given to the node (params files, ``-p``), by name. rclpy keeps them in
+    ``Node._parameter_overrides`` (Humble to Rolling) with no public accessor; None if a
+    release does not."""
+    overrides = getattr(node, "_parameter_overrides", None)
+    return overrides if isinstance(overrides, dict) else None
+
+
+def _integer_override_as_float(node: Node, name: str) -> None:
+    """People write ``control_rate: 100``: an integer given for a float parameter is
+    taken as the float it means (rclpy would refuse its type;
+    test_node_runner.py::test_an_integer_is_taken_where_a_float_is_declared)."""
+    overrides = _overrides(node)
+    given = overrides.get(name) if overrides is not None else None
+    if given is None or overrides is None:
+        return
+    if given.type_ == Parameter.Type.INTEGER:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(given.value))
+    elif given.type_ == Parameter.Type.INTEGER_ARRAY:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE_ARRAY, [float(x) for x in given.value])
+
+
+def check_no_unknown_parameters(node: Node, ignore_prefixes: Iterable[str] = ()) -> None:
+    """Raise ParameterError naming every value given to ``node`` that it never declared
+    (a typo in a params file or a ``-p``), with the nearest declared name. Call it once
+    the node has declared all it reads."""
+    overrides = _overrides(node)
+    if not overrides:
+        return
+    ignored = ("qos_overrides.", *ignore_prefixes)
+    unknown = sorted(n for n in overrides if not node.has_parameter(n) and not n.startswith(ignored))
+    if not unknown:
+        return
+    declared = list(node._parameters)  # (the names rclpy holds; list_parameters needs a spin)
+    hints = []
+    for name in unknown:
+        nearest = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        hints.append(f"'{name}'" + (f" (did you mean '{nearest[0]}'?)" if nearest else ""))
+    raise ParameterError(
+        f"{node.get_fully_qualified_name()} has no parameter {', '.join(hints)}: "
+        "check the params file and the -p arguments"
+    )
+
+
+def check_params_files(args: Sequence[str]) -> None:
+    """Raise ParameterError naming a ``--params-file`` of ``args`` that is missing,
+    unreadable, not YAML, or empty (rcl would raise its own traceback, or run the node on
+    its defaults without a word)."""
+    files = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--params-file"]
+    for name in files:
+        path = Path(name)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ParameterError(f"params file '{name}' cannot be read: {exc.strerror or exc}") from None
+        try:
+            content = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or exc
+            raise ParameterError(f"params file '{name}' is not valid YAML{where}: {problem}") from None
+        if not content:
+            raise ParameterError(f"params file '{name}' is empty (or holds only comments): it sets nothing")
+        if not isinstance(content, dict):
+            raise ParameterError(
+                f"params file '{name}' must map node names to 'ros__parameters', not a {type(content).__name__}"
+            )

@@ -46,6 +46,7 @@ from spin_decoupler_ros.conversions import (
     ns_to_time,
     set_stamp,
 )
+from spin_decoupler_ros.core.auth import KEY_BYTES, command_tag, tags_match, takeover_proof
 from spin_decoupler_ros.core.errors import ParameterError, RobotStoppedError
 from spin_decoupler_ros.core.health import Figures, LearnerState, assess_control_loop, assess_learner
 from spin_decoupler_ros.core.protocol import AgentProtocol, AgentState, CommandRejected, StepStart, TickEvent
@@ -53,7 +54,13 @@ from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
 from spin_decoupler_ros.core.timing import TickMonitor, WakeLatency, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import ExitRequested
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, declare_str
+from spin_decoupler_ros.params import (
+    check_no_unknown_parameters,
+    declare_bool,
+    declare_float,
+    declare_int,
+    declare_str,
+)
 from spin_decoupler_ros.tools.realtime import request_realtime
 
 # Commands must not be lost: reliable, a few deep (the RL side sends one at a time).
@@ -78,6 +85,7 @@ LEARNER_STATES = {
     AgentStatus.FAULT: LearnerState.FAULT,
     AgentStatus.INACTIVE: LearnerState.INACTIVE,
     AgentStatus.STOPPED: LearnerState.ROBOT_STOPPED,
+    AgentStatus.OFFLINE: LearnerState.INACTIVE,
 }
 
 # Lifecycle states an agent can be brought to at start (parameter start_state).
@@ -248,6 +256,8 @@ class AgentNode(LifecycleNode):
     """
 
     simulates_its_plant: ClassVar[bool] = False
+    # run_node lets the last episode result and status go out before the node goes.
+    flush_on_exit: ClassVar[bool] = True
     # Set by an agent that calls commit_world() for every command it sends (see commitment_ns).
     reports_commitments: ClassVar[bool] = False
 
@@ -398,6 +408,9 @@ class AgentNode(LifecycleNode):
         self._episodes: dict[bytes, _EpisodeHandle] = {}
         self._current_step: StepStart | None = None
         self._rejected = 0
+        self._dropped = 0  # commands for the running episode that its client did not send
+        self._dropped_said_at = -1.0
+        self._dropped_published = 0  # the count the last status carried
         self._status_state = -1
         self._status_message = ""
         self._status_client = ""
@@ -446,6 +459,7 @@ class AgentNode(LifecycleNode):
         self._ready_logged = False
         self._set_status(AgentStatus.INACTIVE, "configured, not active: holding; activate to serve episodes", "")
         self.setup()
+        check_no_unknown_parameters(self)  # (everything is declared by now: a typo is named)
         self._request_realtime(self.params.realtime_priority)
 
     def _activate(self) -> None:
@@ -473,6 +487,7 @@ class AgentNode(LifecycleNode):
     def _shutdown(self) -> None:
         if self._configured:
             self._end_episode(Episode.Result.ABORTED, "the agent is shutting down")
+            self._set_status(AgentStatus.OFFLINE, "the agent is shutting down", "")
             self._cleanup()
         self._exit_timer = self.create_timer(0.0, self._exit)  # leave spin: the process ends
 
@@ -574,7 +589,10 @@ class AgentNode(LifecycleNode):
         return self._waits_on_clock and self._world.waits_from_ns is not None
 
     def _health_checks(self, figures: Figures) -> list[Check]:
-        """The base's statuses for /diagnostics (core/health.py holds the rules)."""
+        """The base's statuses for /diagnostics (core/health.py holds the rules). Also,
+        once a period, the status topic catches up with drops its throttle left unsaid."""
+        if self._dropped != self._dropped_published:
+            self._publish_status(self._status_message)
         thresholds = self.health_thresholds
         values = figures.key_values()
         level, text = assess_control_loop(figures, thresholds, waiting=self.world_waits())
@@ -880,6 +898,14 @@ class AgentNode(LifecycleNode):
     def _on_step_command(self, msg: StepCommand) -> None:
         now = self.now_ns()
         episode_id = bytes(msg.episode_id.uuid)
+        if not self._authentic(msg, episode_id):
+            return
+        for name, stamp in (("duration", msg.duration), ("sent_at", msg.sent_at)):
+            if stamp.nanosec >= 1_000_000_000:
+                self._reject_step(
+                    episode_id, msg.seq, f"{name}.nanosec = {stamp.nanosec} is not below 1e9 (a malformed time field)"
+                )
+                return
         if msg.kind == StepCommand.STEP:
             if self._world.may_start(now):
                 self._begin_step(msg, now)
@@ -893,6 +919,38 @@ class AgentNode(LifecycleNode):
             self._finish(episode_id)
         else:
             self._reject_step(episode_id, msg.seq, f"unknown command kind {msg.kind}: expected STEP (0) or FINISH (1)")
+
+    def _authentic(self, msg: StepCommand, episode_id: bytes) -> bool:
+        """Whether a command naming the running episode comes from its client: tagged
+        under the episode's key, and not a copy of a step already taken. Anything else is
+        dropped and counted, never answered on the client's feedback nor executed
+        (test_faults.py::test_an_episode_belongs_to_its_client). A command naming no
+        running episode goes on, to be refused on the status topic."""
+        episode = self._protocol.episode
+        if episode is None or episode.episode_id != episode_id:
+            return True
+        action = np.asarray(msg.action, dtype=np.float64)
+        expected = command_tag(
+            episode.key, msg.kind, episode_id, msg.seq, action, msg.duration.sec, msg.duration.nanosec
+        )
+        if not tags_match(expected, bytes(msg.tag)):
+            self._drop_command(f"a command for the running episode that its client did not sign (seq {msg.seq})")
+            return False
+        waiting = self._waiting_command
+        if msg.kind == StepCommand.STEP and (
+            msg.seq <= episode.steps or (waiting is not None and waiting.seq == msg.seq and waiting.tag == msg.tag)
+        ):
+            self._drop_command(f"a copy of step {msg.seq}, already taken")
+            return False
+        return True
+
+    def _drop_command(self, what: str) -> None:
+        self._dropped += 1
+        self.get_logger().warning(f"dropped {what}", throttle_duration_sec=1.0)
+        wall = time.monotonic()
+        if wall - self._dropped_said_at >= 1.0:  # (a flood of them must not flood the status topic)
+            self._dropped_said_at = wall
+            self._publish_status(f"dropped {what}")
 
     def _begin_step(self, msg: StepCommand, now: int) -> None:
         episode_id = bytes(msg.episode_id.uuid)
@@ -963,14 +1021,26 @@ class AgentNode(LifecycleNode):
             reason: str | None = self._inactive_reason()
         elif self._stopped_reason is not None:
             reason = self._stopped_reason
+        elif len(goal.key) != KEY_BYTES:
+            reason = (
+                f"the goal carries a key of {len(goal.key)} bytes: an episode needs a fresh {KEY_BYTES}-byte key, "
+                "with which its step commands are signed (spin_decoupler_ros/core/auth.py)"
+            )
         else:
-            reason = self._protocol.goal_rejection(goal.client_id)
+            reason = self._protocol.goal_rejection(goal.client_id, self._owns_running(goal))
         if reason is None:
             return GoalResponse.ACCEPT
         self._rejected += 1
         self.get_logger().warning(f"rejected an episode from '{goal.client_id}': {reason}")
         self._publish_status(f"rejected an episode from '{goal.client_id}': {reason}")
         return GoalResponse.REJECT
+
+    def _owns_running(self, goal: Episode.Goal) -> bool:
+        """Whether ``goal`` proves it comes from the client of the running episode."""
+        episode = self._protocol.episode
+        if episode is None:
+            return False
+        return tags_match(takeover_proof(episode.key, bytes(goal.key)), bytes(goal.takeover_proof))
 
     def _inactive_reason(self) -> str:
         state = self._state_machine.current_state[1]
@@ -981,15 +1051,16 @@ class AgentNode(LifecycleNode):
         goal: Episode.Goal = goal_handle.request
         episode_id = bytes(goal_handle.goal_id.uuid)
         previous = self._protocol.episode
+        owner = self._owns_running(goal)
         try:
-            self._protocol.begin_episode(episode_id, goal.client_id, now)
+            self._protocol.begin_episode(episode_id, goal.client_id, now, bytes(goal.key), owner)
         except CommandRejected as exc:  # another client got in between accept and here
             self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
             goal_handle.execute(self._execute_episode)
             self._complete(episode_id, Episode.Result.ABORTED, 0, str(exc))
             return
         if previous is not None:
-            same_client = previous.client_id == goal.client_id
+            same_client = owner and previous.client_id == goal.client_id
             self._complete(
                 previous.episode_id,
                 Episode.Result.ENDED if same_client else Episode.Result.WATCHDOG,
@@ -1030,12 +1101,14 @@ class AgentNode(LifecycleNode):
         return result
 
     def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        """A cancel request carries no proof of who sent it (any process can name the
+        running goal, which the action's status topic shows): the running episode is
+        not canceled; its client ends it with FINISH or a new reset, both signed. A goal
+        that is over anyway may be canceled."""
         episode = self._protocol.episode
-        # Cancel ends the running episode at once; anything else is already over.
         if episode is not None and episode.episode_id == bytes(goal_handle.goal_id.uuid):
-            self._end_episode(Episode.Result.CANCELED, "canceled by the client")
-            self._set_status(AgentStatus.IDLE, "episode canceled; holding", "")
-            self._hold_safely()
+            self._drop_command("a cancel of the running episode (a cancel carries no proof of its sender)")
+            return CancelResponse.REJECT
         return CancelResponse.ACCEPT
 
     def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str, *, needs_person: bool = False) -> None:
@@ -1057,6 +1130,7 @@ class AgentNode(LifecycleNode):
     def _publish_status(self, message: str) -> None:
         if self._status_state == AgentStatus.STOPPED and message != self._status_message:
             message = f"{message}; {self._status_message}"  # what a person must do stays said
+        self._dropped_published = self._dropped
         self._status_pub.publish(
             AgentStatus(
                 state=max(self._status_state, 0),
@@ -1064,6 +1138,7 @@ class AgentNode(LifecycleNode):
                 message=message,
                 stamp=self.get_clock().now().to_msg(),
                 rejected_commands=self._rejected,
+                dropped_commands=self._dropped,
             )
         )
 
@@ -1083,6 +1158,7 @@ class AgentNode(LifecycleNode):
         if not self._configured:
             return
         self._end_episode(Episode.Result.ABORTED, "the agent is shutting down")
+        self._set_status(AgentStatus.OFFLINE, "the agent is shutting down", "")
         self._hold_safely()
         self._save_period_log()
 

@@ -3,6 +3,7 @@
 from spin_decoupler_ros.core.errors import (
     ActionSpaceError,
     AgentBusyError,
+    AgentConflictError,
     AgentError,
     AgentInactiveError,
     AgentNotFoundError,
@@ -21,6 +22,7 @@ __all__ = [
     "ActionSpaceError",
     "ActionSpec",
     "AgentBusyError",
+    "AgentConflictError",
     "AgentError",
     "AgentInactiveError",
     "AgentNotFoundError",

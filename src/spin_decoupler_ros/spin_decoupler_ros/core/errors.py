@@ -15,6 +15,10 @@ class AgentNotFoundError(DecouplerError):
     """No agent answered on the expected names within the connect timeout."""
 
 
+class AgentConflictError(DecouplerError):
+    """More than one agent answers in the namespace (a stray one from another run?)."""
+
+
 class AgentBusyError(DecouplerError):
     """The agent refused the episode: it serves another RL client."""
 

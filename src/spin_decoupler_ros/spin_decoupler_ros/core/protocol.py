@@ -51,6 +51,7 @@ class Episode:
     episode_id: bytes
     client_id: str
     started_ns: int
+    key: bytes = b""  # its client's key (core/auth.py): only commands tagged with it count
     steps: int = 0  # accepted steps
 
 
@@ -114,30 +115,36 @@ class AgentProtocol:
 
     # -- episodes ---------------------------------------------------------------------
 
-    def goal_rejection(self, client_id: str) -> str | None:
+    def goal_rejection(self, client_id: str, owns_running: bool = True) -> str | None:
         """Why an Episode goal from ``client_id`` cannot be accepted now, or None.
 
-        An agent serves one client: a new episode from the same client replaces its
-        running one; another client gets in only when no episode runs or the running
-        one's client went silent past the watchdog.
+        An agent serves one client: a new episode from the client of the running one
+        (``owns_running``: it proved so, core/auth.py) replaces it; another client gets in
+        only when no episode runs or the running one's client went silent past the
+        watchdog.
         """
         if self.episode is None or self.state is AgentState.HOLDING:
             return None
-        if client_id == self.episode.client_id:
+        if owns_running and client_id == self.episode.client_id:
             return None
+        unproved = (
+            " (a goal under its name without the proof of its key)" if client_id == self.episode.client_id else ""
+        )
         return (
-            f"the agent is running an episode for client '{self.episode.client_id}'; "
+            f"the agent is running an episode for client '{self.episode.client_id}'{unproved}; "
             f"it accepts '{client_id}' once that client finishes or stays silent for "
             f"{_s(self.watchdog_ns)} (the watchdog)"
         )
 
-    def begin_episode(self, episode_id: bytes, client_id: str, now_ns: int) -> Episode | None:
+    def begin_episode(
+        self, episode_id: bytes, client_id: str, now_ns: int, key: bytes = b"", owns_running: bool = True
+    ) -> Episode | None:
         """Start an episode (its reset is under way); return the episode it replaced."""
-        reason = self.goal_rejection(client_id)
+        reason = self.goal_rejection(client_id, owns_running)
         if reason is not None:
             raise CommandRejected(reason)
         replaced = self.end_episode()
-        self.episode = Episode(episode_id, client_id, now_ns)
+        self.episode = Episode(episode_id, client_id, now_ns, key)
         self.state = AgentState.AFTER_RESET
         return replaced
 

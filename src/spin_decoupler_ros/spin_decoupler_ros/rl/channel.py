@@ -9,6 +9,7 @@ node, so N agents cost one executor, not N threads.
 
 from __future__ import annotations
 
+import array
 import enum
 import time
 import uuid
@@ -34,6 +35,7 @@ from spin_decoupler_ros.conversions import (
     time_to_ns,
     vector_from_field,
 )
+from spin_decoupler_ros.core.auth import command_tag, new_key, takeover_proof
 from spin_decoupler_ros.core.errors import (
     AgentBusyError,
     AgentError,
@@ -133,6 +135,7 @@ class AgentChannel:
         self._goal_handle: ClientGoalHandle | None = None
         self._result_future: Future | None = None
         self._episode_uuid: bytes | None = None
+        self._key = b""  # the last episode goal's key (core/auth.py)
         self._seq = 0
         self._pending: _Pending | None = None
         self._answer: StepAnswer | None = None
@@ -144,6 +147,14 @@ class AgentChannel:
 
     def server_ready(self) -> bool:
         return self._action_client.server_is_ready() and self.description is not None
+
+    def agent_in_graph(self) -> bool:
+        """Whether the agent is still there: it has not said it is shutting down, and the
+        graph holds its Episode server or its status publisher. (A crashed agent stays in
+        the graph until its DDS lease runs out: 20 s with Fast DDS's defaults.)"""
+        if self.status is not None and self.status.state == AgentStatus.OFFLINE:
+            return False
+        return self._action_client.server_is_ready() or self.node.count_publishers(self.status_topic) > 0
 
     def _on_description(self, msg: AgentDescription) -> None:
         self.description = msg
@@ -181,6 +192,13 @@ class AgentChannel:
         self._forget_episode()
         goal = Episode.Goal(client_id=self.client_id, has_seed=seed is not None, seed=int(seed or 0))
         goal.reset_options = float64_field(np.asarray(options, dtype=np.float64))
+        # A fresh key signs this episode's commands; the proof under the last one lets
+        # the goal replace an episode of this client's that the agent may still run.
+        key = new_key()
+        goal.key = array.array("B", key)
+        if self._key:
+            goal.takeover_proof = array.array("B", takeover_proof(self._key, key))
+        self._key = key
         self._pending = _Pending(0, self._now_ns())
         self._waiting = _Waiting.ACCEPTANCE
         self._goal_future = self._action_client.send_goal_async(goal, feedback_callback=self._on_feedback)
@@ -204,6 +222,7 @@ class AgentChannel:
         msg.action = float64_field(checked)
         msg.duration = ns_to_duration(seconds_to_ns(duration or 0.0))
         msg.sent_at = ns_to_time(now)
+        self._sign(msg, checked)
         self._pending = _Pending(self._seq, now)
         self._waiting = _Waiting.STEP
         self._command_pub.publish(msg)
@@ -215,12 +234,21 @@ class AgentChannel:
         msg = StepCommand(kind=StepCommand.FINISH, seq=self._seq)
         msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
         msg.sent_at = ns_to_time(self._now_ns())
+        self._sign(msg, np.zeros(0))
         self._finishing = True
         self._command_pub.publish(msg)
         result, self._result_future = self._result_future, None
         self._episode_uuid = None
         self._waiting = _Waiting.NOTHING
         return result
+
+    def _sign(self, msg: StepCommand, action: np.ndarray) -> None:
+        """Tag ``msg`` under the episode's key: the agent drops commands without it."""
+        assert self._episode_uuid is not None
+        tag = command_tag(
+            self._key, msg.kind, self._episode_uuid, msg.seq, action, msg.duration.sec, msg.duration.nanosec
+        )
+        msg.tag = array.array("B", tag)
 
     def cancel_wait(self) -> None:
         """Give up on the outstanding answer (after a timeout): the episode is unusable."""

@@ -19,13 +19,18 @@ from rclpy.node import Node
 
 from spin_decoupler_msgs.msg import AgentDescription
 from spin_decoupler_ros.conversions import duration_to_ns
-from spin_decoupler_ros.core.errors import AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.core.errors import AgentConflictError, AgentNotFoundError, StepTimeoutError
+from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
 
-_STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT"}
+_STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
+# How long connect() lets discovery settle before counting the agents in the namespace.
+SECOND_AGENT_SETTLE_S = 0.2
+# How often a wait asks the graph whether the agent is still there (two misses: gone).
+GRAPH_CHECK_S = 0.25
 
 
 def init_private_context(args: Sequence[str] | None = None) -> Context:
@@ -125,7 +130,11 @@ class RLClient:
         self.channel = AgentChannel(self.node, agent_namespace)
         self._closed = False
         if connect:
-            self.connect()
+            try:
+                self.connect()
+            except BaseException:
+                self.close()  # (nothing of a client that never connected lingers)
+                raise
 
     # -- connection ---------------------------------------------------------------------
 
@@ -146,7 +155,22 @@ class RLClient:
                 )
             self.rl_node.spin_once(min(remaining, 0.05))
         assert self.channel.description is not None
+        self._refuse_a_second_agent()
         return self.channel.description
+
+    def _refuse_a_second_agent(self) -> None:
+        """Two agents in one namespace (most often a stray one, left by another run) would
+        both take this client's goals: refuse, naming them
+        (test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name)."""
+        time.sleep(SECOND_AGENT_SETTLE_S)  # (a second one is discovered a moment after the first)
+        agents = self.node.get_publishers_info_by_topic(self.channel.status_topic)
+        if len(agents) > 1:
+            names = ", ".join(sorted(join_name(info.node_namespace, info.node_name) for info in agents))
+            raise AgentConflictError(
+                f"{len(agents)} agents answer at '{self.channel.agent_name}' ({names}): another run's agent may "
+                "still be running on this ROS domain (or one died less than 20 s ago: DDS forgets a dead process "
+                "when its lease ends); stop it, or use another namespace or ROS_DOMAIN_ID"
+            )
 
     @property
     def description(self) -> AgentDescription:
@@ -204,29 +228,47 @@ class RLClient:
         return (duration if duration else timestep) + margin
 
     def _wait(self, timeout: float, what: str, due_in: float | None = None) -> StepAnswer:
+        """The answer, or StepTimeoutError after ``timeout``, or at once (within two graph
+        checks) once the agent has left the ROS graph: no answer can come then
+        (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
         start = time.monotonic()
         deadline = start + timeout
         poll_from = poll_until = deadline
         if due_in is not None and self.busy_wait > 0:
             poll_from = start + due_in - self.busy_wait
             poll_until = min(deadline, start + due_in + 4 * self.busy_wait)
+        next_check, seen_gone = start + GRAPH_CHECK_S, 0
         while True:
             answer = self.channel.poll()
             if answer is not None:
                 return answer
             now = time.monotonic()
+            if now >= next_check:
+                next_check = now + GRAPH_CHECK_S
+                seen_gone = seen_gone + 1 if self._agent_left_graph() else 0
+                if seen_gone >= 2:
+                    raise self.timed_out(what, now - start, gone=True)
             if poll_from <= now < poll_until:
                 self.rl_node.spin_once(0.0)  # poll: the answer is due any moment
                 continue
             remaining = deadline - now
             if remaining <= 0:
                 raise self.timed_out(what, timeout)
-            self.rl_node.spin_once(poll_from - now if now < poll_from else remaining)
+            wait = poll_from - now if now < poll_from else remaining
+            self.rl_node.spin_once(min(wait, max(next_check - now, 0.0)))
 
-    def timed_out(self, what: str, timeout: float) -> StepTimeoutError:
+    def _agent_left_graph(self) -> bool:
+        return not self.channel.agent_in_graph()
+
+    def timed_out(self, what: str, timeout: float, gone: bool = False) -> StepTimeoutError:
         """Give up the outstanding wait; the error that says what was awaited and why."""
         waiting = self.channel.waiting_for()
         self.channel.cancel_wait()
+        if gone:
+            return StepTimeoutError(
+                f"{what}: agent '{self.channel.agent_name}' has left the ROS graph (stopped or crashed) while this "
+                f"client waited for {waiting}: no answer can come; given up after {timeout:.3g} s"
+            )
         return StepTimeoutError(
             f"{what}: agent '{self.channel.agent_name}' did not answer within {timeout:.3g} s "
             f"(waiting for {waiting}); {self._liveness()}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -13,6 +15,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
 from spin_decoupler_ros.core.errors import (
+    AgentConflictError,
     AgentError,
     AgentInactiveError,
     AgentNotFoundError,
@@ -27,6 +30,25 @@ AgentLostPolicy = Literal["raise", "truncate"]
 # How often a reset asks an inactive (paused) agent, or one whose robot waits for a person, again.
 INACTIVE_RETRY_S = 0.5
 _log = logging.getLogger("spin_decoupler.env")
+
+
+def _records_its_arguments(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap an env's ``__init__`` so that the outermost call's arguments (a subclass's
+    task arguments included) are kept, by name, for its ``spec``."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def recording_init(self: DecoupledEnv, *args: Any, **kwargs: Any) -> None:
+        if "_made_with" not in self.__dict__:
+            arguments = dict(signature.bind(self, *args, **kwargs).arguments)
+            arguments.pop(next(iter(signature.parameters)))  # self
+            for name, parameter in signature.parameters.items():
+                if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                    arguments.update(arguments.pop(name, {}))
+            self.__dict__["_made_with"] = arguments
+        init(self, *args, **kwargs)
+
+    return recording_init
 
 
 class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -90,6 +112,12 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     # An instance attribute in Gymnasium's Env, so not a ClassVar here.
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _records_its_arguments(cls.__dict__["__init__"])  # type: ignore[method-assign]
+
+    @_records_its_arguments
     def __init__(
         self,
         agent_namespace: str = "",
@@ -138,12 +166,18 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._last_observation: np.ndarray | None = None
         self._agent_lost = False
         # A seeded reset is deterministic, a step is not: it runs in real (or simulated) time.
+        # gymnasium.make(env.spec) makes an equivalent env: the arguments this one was
+        # made with (a task's too), a given client replaced by its agent's namespace
+        # (test_env_and_skeletons.py::test_an_env_made_with_a_client_is_made_again_from_its_spec).
+        made_with = dict(self.__dict__.get("_made_with", {}))
+        if made_with.pop("client", None) is not None:
+            made_with["agent_namespace"] = self.client.channel.namespace
         self.spec = EnvSpec(
             id="spin_decoupler/Decoupled-v0",
             entry_point=f"{type(self).__module__}:{type(self).__qualname__}",
             nondeterministic=True,
             max_episode_steps=max_episode_steps,
-            kwargs={"agent_namespace": agent_namespace, "client_options": client_options},
+            kwargs=made_with,
         )
 
     # -- hooks for tasks ----------------------------------------------------------------
@@ -271,7 +305,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
                     _log.warning("waiting for the robot (up to %.0f s more): %s", deadline - time.monotonic(), exc)
                 time.sleep(min(INACTIVE_RETRY_S, max(deadline - time.monotonic(), 0.0)))
                 continue
-            except (StepTimeoutError, AgentNotFoundError, AgentError):
+            except (StepTimeoutError, AgentNotFoundError, AgentError, AgentConflictError):
+                # (a conflict: the agent that died is still in the graph until its DDS lease ends)
                 if time.monotonic() >= deadline:
                     raise
                 continue

@@ -5,19 +5,42 @@ examples, the tests and the benchmarks use it so they run where launch is not
 installed. Each node runs as ``python -m <module> --ros-args ...`` in its own process
 group with its output in a log file, and ``stop()`` escalates SIGINT -> SIGTERM ->
 SIGKILL with bounded waits, so nothing is ever left running.
+
+However the starting process ends, its nodes end with it: a ``ProcessGroup`` turns a
+SIGTERM into a clean stop of its nodes, and every node started here asks the kernel for
+a SIGTERM when its parent dies, SIGKILL included (``die_with_parent``, called by
+``run_node`` and the trainers; test_no_orphans.py).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+# Set by NodeProcess for its child: the pid of the process that must outlive it.
+PARENT_PID_ENV = "SPIN_DECOUPLER_PARENT_PID"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a process a NodeProcess started: have the kernel send ``sig`` when the parent
+    dies, however it dies, and send it now if the parent is already gone. Does nothing
+    elsewhere (a node started by ros2 launch, a shell, or off Linux)."""
+    parent = os.environ.pop(PARENT_PID_ENV, "")  # (not for this process's own children)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if os.getppid() != int(parent):  # it died before the request was made
+        os.kill(os.getpid(), sig)
 
 
 def ros_args(
@@ -87,6 +110,7 @@ class NodeProcess:
         environment = dict(os.environ)
         environment.update(self.env or {})
         environment.setdefault("PYTHONUNBUFFERED", "1")
+        environment[PARENT_PID_ENV] = str(os.getpid())
         out: IO[bytes] | int | None = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,10 +199,13 @@ class NodeProcess:
 
 
 class ProcessGroup:
-    """Several node processes started together and always stopped together."""
+    """Several node processes started together and always stopped together: at the end
+    of a ``with`` block, on an exception, and (in the main thread) on SIGTERM, which it
+    turns into ``SystemExit`` while the block runs."""
 
     def __init__(self) -> None:
         self.processes: list[NodeProcess] = []
+        self._previous_sigterm: Any = None
 
     def start(self, process: NodeProcess) -> NodeProcess:
         self.processes.append(process.start())
@@ -202,10 +229,26 @@ class ProcessGroup:
         return {p.name: p.stop() for p in reversed(self.processes)}
 
     def __enter__(self) -> ProcessGroup:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+            signal.SIG_DFL,
+            None,
+        ):
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+                self._previous_sigterm = None
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (``kill``, ``timeout``) in a process that started nodes: leave through the
+    ``with ProcessGroup()`` blocks, which stop them."""
+    raise SystemExit(128 + signum)
 
 
 def find_process(module: str, argument: str) -> int | None:

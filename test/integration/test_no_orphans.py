@@ -1,0 +1,115 @@
+"""No process outlives its run: whichever way the process that started the nodes ends
+(SIGINT, SIGTERM, SIGKILL, an exception), every node it started ends too. Checked for
+the process helpers, an example's run.py and the main job, counting what is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spin_decoupler_ros.tools.processes import ProcessGroup
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+ENDINGS = ("SIGINT", "SIGTERM", "SIGKILL", "exception")
+HELPER_SCRIPT = textwrap.dedent(
+    f"""
+    import sys, time
+    from pathlib import Path
+    from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
+    with ProcessGroup() as group:
+        agent = group.start(NodeProcess("{PLANT}", ros_args(), log_path=Path(sys.argv[1]) / "agent.log"))
+        assert agent.wait_for_log("agent ready", 60), agent.log_text()
+        print("ready", flush=True)
+        if sys.argv[2] == "exception":
+            raise RuntimeError("the parent failed")
+        time.sleep(600)
+    """
+)
+
+
+def start_parent(command: list[str], ready_when: str, tmp_path: Path, timeout: float = 120.0) -> subprocess.Popen[str]:
+    """Start the process that starts nodes; wait until ``ready_when`` is in its output."""
+    log = tmp_path / "parent.log"
+    parent = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + timeout
+    while ready_when not in log.read_text():
+        assert parent.poll() is None, f"the parent ended early:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"not ready in {timeout} s:\n{log.read_text()}"
+        time.sleep(0.1)
+    return parent
+
+
+def end_and_count_what_is_left(parent: subprocess.Popen[str], ending: str, expected_children: int) -> list[str]:
+    """End ``parent`` the way named; the command lines of its nodes still alive 15 s later."""
+    deadline = time.monotonic() + 120
+    while len(children := psutil.Process(parent.pid).children(recursive=True)) < expected_children:
+        assert parent.poll() is None and time.monotonic() < deadline, [c.cmdline() for c in children]
+        time.sleep(0.2)
+    time.sleep(2.0)  # (under way)
+    if ending != "exception":
+        parent.send_signal(getattr(signal, ending))
+    parent.wait(timeout=60)
+    _, alive = psutil.wait_procs(children, timeout=15)
+    left = [" ".join(p.cmdline()[:3]) for p in alive]
+    for process in alive:  # (leave nothing behind for the next test either)
+        process.kill()
+    return left
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_the_process_helpers_leave_no_node_behind(ending: str, tmp_path: Path) -> None:
+    parent = start_parent([sys.executable, "-c", HELPER_SCRIPT, str(tmp_path), ending], "ready", tmp_path)
+    assert end_and_count_what_is_left(parent, ending, 1) == []
+
+
+@pytest.mark.parametrize("ending", ("SIGTERM", "SIGKILL"))
+def test_an_examples_run_leaves_no_node_behind(ending: str, tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "spin_decoupler_ros.examples.first_order_plant.run",
+        "--timesteps",
+        "100000",
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
+    parent = start_parent(command, "", tmp_path)
+    assert end_and_count_what_is_left(parent, ending, 1) == []
+
+
+@pytest.mark.parametrize("ending", ("SIGTERM", "SIGKILL"))
+def test_the_main_job_leaves_no_process_behind(ending: str, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "franka_agent.pipeline", "--total-timesteps", "100000"]
+    command += ["--run-dir", str(tmp_path / "run")]
+    parent = start_parent(command, "main job:", tmp_path)
+    assert end_and_count_what_is_left(parent, ending, 3) == []  # mock, agent, trainer
+
+
+def test_a_process_group_turns_sigterm_into_a_clean_exit_and_restores_the_handler() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as leaving, ProcessGroup():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)  # (the handler runs at the next bytecode)
+    assert leaving.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_rerun_beside_a_stray_agent_says_so_by_name(processes: ProcessGroup, tmp_path: Path) -> None:
+    from helpers import start_node
+
+    from spin_decoupler_ros.core import AgentConflictError
+    from spin_decoupler_ros.rl import RLClient
+
+    start_node(processes, PLANT, tmp_path, namespace="/plant", label="stray")
+    start_node(processes, PLANT, tmp_path, namespace="/plant", label="this_run")
+    with pytest.raises(AgentConflictError, match=r"2 agents answer at '/plant' \(/plant/first_order_plant_agent"):
+        for _ in range(20):  # (until this client has discovered both)
+            RLClient("/plant", connect_timeout=20).close()
