@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"go on with that run from its latest checkpoint, with the options it was started with "
         f"(RUN_DIR/{OPTIONS_FILE}); logs appended",
     )
+    parser.add_argument(
+        "--evaluate",
+        metavar="MODEL_ZIP",
+        help="evaluate a trained policy (a run's model.zip) over --eval-episodes instead of training; "
+        "e.g. with --sim-speed 1 --timing-model wall, at real time",
+    )
     parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (default: the config's)")
     parser.add_argument(
         "--use-mock-hardware",
@@ -94,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.evaluate and args.resume:
+        print("--evaluate and --resume exclude each other", file=sys.stderr)
+        return 2
+    if args.evaluate and not Path(args.evaluate).is_file():
+        print(f"--evaluate {args.evaluate}: no such file", file=sys.stderr)
+        return 2
     if args.resume:
         if args.run_dir and Path(args.run_dir) != Path(args.resume):
             print("--resume goes on in the run's own folder: leave out --run-dir", file=sys.stderr)
@@ -126,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     trainer_params: dict[str, object] = {"run_dir": str(run_dir)}
     if args.resume:
         trainer_params["resume"] = str(run_dir)
+    if args.evaluate:
+        trainer_params["evaluate"] = str(Path(args.evaluate).resolve())
     if args.checkpoint_every is not None:
         trainer_params["checkpoint_every"] = args.checkpoint_every
     for option, name in (
@@ -184,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             figures["mock_limit_violations"] = violations if len(violations) > 1 else next(iter(violations.values()))
             figures["timing_model"] = args.timing_model
             results.write_text(json.dumps(figures, indent=2) + "\n")
-    if code == 0 and results.exists():
+    if code == 0 and results.exists() and not args.evaluate:
         print(
             f"done: success rate {100 * figures['success_rate']:.0f}% over {figures['eval_episodes']} evaluation "
             f"episodes; {figures['total_timesteps']} steps in {figures['train_seconds']:.0f} s; "

@@ -8,7 +8,8 @@ requested and executed duration, RL wall time, reward, distance), ``episodes.csv
 ``learning_curve.png``, ``lat_histogram.png``, ``results.json`` (evaluation over
 ``eval_episodes`` episodes: success rate, final distances; timing figures), and
 ``checkpoints/`` (every ``checkpoint_every`` steps and at the end; ``resume:=RUN_DIR``
-goes on from the latest: rl/checkpoint.py).
+goes on from the latest: rl/checkpoint.py). ``evaluate:=MODEL_ZIP`` evaluates a trained
+policy instead (results.json only), e.g. at real time on the mock or on the arm.
 """
 
 from __future__ import annotations
@@ -108,6 +109,24 @@ def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any]) ->
     return model
 
 
+def evaluate_policy(env: Any, model: Any, episodes: int, seed: int) -> dict[str, Any]:
+    """The deterministic policy over ``episodes`` episodes of their own seeds (never a
+    training episode's): success rate, final distance, length, and the time it took."""
+    from spin_decoupler_ros.rl.training import run_episodes
+
+    started = time.monotonic()
+    evaluation = run_episodes(
+        env, lambda obs: model.predict(obs, deterministic=True)[0], episodes, seed=1_000_000 + seed
+    )
+    return {
+        "eval_episodes": episodes,
+        "success_rate": float(np.mean([e["success"] for e in evaluation])),
+        "mean_final_distance_m": float(np.mean([e["final_distance"] for e in evaluation])),
+        "mean_episode_length": float(np.mean([e["length"] for e in evaluation])),
+        "eval_seconds": round(time.monotonic() - started, 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv if argv is None else argv
     die_with_parent()
@@ -144,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
             node, "checkpoint_every", 1000, "steps between checkpoints (0: only at the end)", low=0
         )
         resume = declare_str(node, "resume", "", "a run folder to go on with, from its latest checkpoint")
+        evaluate = declare_str(
+            node, "evaluate", "", "a trained model.zip to evaluate over eval_episodes instead of training"
+        )
+        if evaluate and resume:
+            raise ParameterError("parameters 'evaluate' and 'resume' exclude each other: evaluate a run's model.zip")
+        if evaluate and not Path(evaluate).is_file():
+            raise ParameterError(f"parameter 'evaluate' = '{evaluate}': no such file")
         checkpoint = None
         if resume:
             from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
@@ -187,7 +213,6 @@ def main(argv: list[str] | None = None) -> int:
         StepLogCallback,
         plot_lat_histogram,
         plot_learning_curve,
-        run_episodes,
         write_results,
     )
     from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
@@ -222,6 +247,19 @@ def main(argv: list[str] | None = None) -> int:
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
     try:
+        if evaluate:
+            from stable_baselines3 import SAC, TD3
+
+            model = (SAC if algorithm == "sac" else TD3).load(evaluate, device="cpu")
+            evaluated = {"evaluated_model": evaluate, **evaluate_policy(env, model, eval_episodes, seed), "seed": seed}
+            write_results(run_dir, evaluated)
+            print(
+                f"evaluation of {evaluate}: success {100 * evaluated['success_rate']:.0f}% over {eval_episodes} "
+                f"episodes, mean final distance {100 * evaluated['mean_final_distance_m']:.1f} cm; "
+                f"run folder {run_dir}",
+                flush=True,
+            )
+            return 0
         done_steps = 0 if checkpoint is None else checkpoint.step
         trained_before = 0.0 if checkpoint is None else float(checkpoint.state.get("train_seconds", 0.0))
         if checkpoint is None:
@@ -261,11 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         train_seconds = trained_before + time.monotonic() - started
         model.save(run_dir / "model")
 
-        started = time.monotonic()
-        evaluation = run_episodes(
-            env, lambda obs: model.predict(obs, deterministic=True)[0], eval_episodes, seed=1_000_000 + seed
-        )
-        eval_seconds = time.monotonic() - started
+        evaluation = evaluate_policy(env, model, eval_episodes, seed)
         with open(run_dir / "episodes.csv", "w", newline="") as file:
             writer = csv.DictWriter(file, fieldnames=["step", "return", "success", "length"])
             writer.writeheader()
@@ -280,11 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             "total_timesteps": total_timesteps,
             "train_seconds": round(train_seconds, 1),
             "train_steps_per_second": round(total_timesteps / train_seconds, 2),
-            "eval_episodes": eval_episodes,
-            "success_rate": float(np.mean([e["success"] for e in evaluation])),
-            "mean_final_distance_m": float(np.mean([e["final_distance"] for e in evaluation])),
-            "mean_episode_length": float(np.mean([e["length"] for e in evaluation])),
-            "eval_seconds": round(eval_seconds, 1),
+            **evaluation,
             "lat_ms": {
                 "median": round(float(np.median(lats)) * 1e3, 3),
                 "p99": round(float(np.percentile(lats, 99)) * 1e3, 3),

@@ -1,0 +1,178 @@
+"""The main job under a timing model against today's flat-out default, and both policies
+evaluated at real time: does simulated time that matches the real arm's train faster and
+transfer better?
+
+    ./ws bench main_job [--total-timesteps 10000] [--record-steps 2000] [--update-default]
+
+1. record: the main job at real time (``--sim-speed 1``, ``wall``) for ``--record-steps``
+   steps; the think times of its steps after SAC's ``learning_starts`` are what a real arm
+   would see from this learner on this host (the agent's clock runs at the wall's pace);
+2. before: the main job as it ran until now, flat out in lockstep under ``wall`` (the think
+   time simulated at whatever speed the CPU allows);
+3. after: the same job under ``replay:`` of the recording;
+4. each policy evaluated at real time under ``wall`` (``--evaluate``), as on the arm.
+
+Steps to 95%: the first step at which 95% of the last 20 training episodes succeeded
+(from ``steps.csv``); its wall time counts from the first step. Writes
+bench/results/main_job.json and the Panda part of bench/results/time_aware.json.
+``--update-default`` also writes the recording to config/think_times_panda_sac.csv, the
+main job's default model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import isolate_dds, write_result
+from spin_decoupler_ros.core.think_time import think_times_from_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDING = ROOT / "config" / "think_times_panda_sac.csv"
+WINDOW = 20
+TARGET = 0.95
+RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
+
+
+def main_job(*options: str) -> dict[str, Any]:
+    """``./ws main`` with ``options``; its results.json, with the run folder and wall time."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "franka_agent.pipeline", *options], env=dict(os.environ), check=True)
+    run_dir = Path(options[options.index("--run-dir") + 1])
+    figures: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
+    figures["job_wall_s"] = round(time.monotonic() - started, 1)
+    return figures
+
+
+def steps_to_target(steps_csv: Path) -> dict[str, Any]:
+    """The first step at which ``TARGET`` of the last ``WINDOW`` training episodes
+    succeeded, and the wall time from the first step to it."""
+    with open(steps_csv, newline="") as file:
+        rows = list(csv.DictReader(file))
+    first_wall = float(rows[0]["wall_time"])
+    outcomes: list[float] = []
+    for row in rows:
+        if row["terminated"] == "True" or row["truncated"] == "True":
+            outcomes.append(1.0 if row["is_success"] == "True" else 0.0)
+            if len(outcomes) >= WINDOW and np.mean(outcomes[-WINDOW:]) >= TARGET:
+                return {
+                    "steps_to_95": int(row["step"]),
+                    "wall_s_to_95": round(float(row["wall_time"]) - first_wall, 1),
+                    "episodes_to_95": len(outcomes),
+                }
+    return {"steps_to_95": None, "wall_s_to_95": None, "episodes_to_95": None}
+
+
+def think_time_summary(steps_csv: Path) -> dict[str, float]:
+    with open(steps_csv, newline="") as file:
+        times = np.array(think_times_from_rows(csv.DictReader(file)))
+    return {
+        "median_ms": round(float(np.median(times)) * 1e3, 2),
+        "p99_ms": round(float(np.percentile(times, 99)) * 1e3, 2),
+        "count": int(times.size),
+    }
+
+
+def record(run_dir: Path, steps: int, learning_starts: int, out: Path) -> None:
+    """The real-time run's steps after ``learning_starts``, the columns a replay reads."""
+    with open(run_dir / "steps.csv", newline="") as source, open(out, "w", newline="") as target:
+        writer = csv.DictWriter(target, fieldnames=RECORDED_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(row for row in csv.DictReader(source) if int(row["step"]) > learning_starts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--total-timesteps", type=int, default=10_000)
+    parser.add_argument("--record-steps", type=int, default=2_000)
+    parser.add_argument("--learning-starts", type=int, default=1_000, help="the config's SAC learning_starts")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--update-default", action="store_true", help=f"write the recording to {RECORDING}")
+    args = parser.parse_args()
+    isolate_dds()
+    common = ["--seed", str(args.seed), "--eval-episodes", str(args.eval_episodes)]
+    with tempfile.TemporaryDirectory() as scratch:
+        runs = Path(scratch)
+        print("recording the think times of a real-time run", flush=True)
+        main_job(
+            *common, "--sim-speed", "1", "--timing-model", "wall", "--total-timesteps", str(args.record_steps),
+            "--eval-episodes", "1", "--run-dir", str(runs / "record"),
+        )  # fmt: skip
+        recording = runs / "think_times.csv"
+        record(runs / "record", args.record_steps, args.learning_starts, recording)
+        recorded = think_time_summary(recording)
+        print(f"recorded think times: {recorded}", flush=True)
+        trained: dict[str, dict[str, Any]] = {}
+        for name, model in (("before", "wall"), ("after", f"replay:{recording}")):
+            print(f"training '{name}' under {model}", flush=True)
+            run_dir = runs / name
+            figures = main_job(
+                *common, "--timing-model", model, "--total-timesteps", str(args.total_timesteps),
+                "--run-dir", str(run_dir),
+            )  # fmt: skip
+            trained[name] = {
+                "timing_model": "wall (flat out, lockstep)" if model == "wall" else "replay of the real-time run",
+                **steps_to_target(run_dir / "steps.csv"),
+                "train_seconds": figures["train_seconds"],
+                "train_steps_per_second": figures["train_steps_per_second"],
+                "success_rate_own_model": figures["success_rate"],
+                "lat_ms": figures["lat_ms"],
+                "think_time": think_time_summary(run_dir / "steps.csv"),
+                "mock_limit_violations": figures["mock_limit_violations"],
+            }
+        for name in trained:
+            print(f"evaluating '{name}' at real time under wall", flush=True)
+            figures = main_job(
+                *common, "--sim-speed", "1", "--timing-model", "wall", "--evaluate",
+                str(runs / name / "model.zip"), "--run-dir", str(runs / f"{name}_eval"),
+            )  # fmt: skip
+            trained[name]["real_time_eval"] = {
+                "success_rate": figures["success_rate"],
+                "mean_final_distance_m": round(figures["mean_final_distance_m"], 4),
+                "mock_limit_violations": figures["mock_limit_violations"],
+            }
+        if args.update_default:
+            RECORDING.write_text(recording.read_text())
+    before, after = trained["before"], trained["after"]
+    ratio = (
+        round(after["wall_s_to_95"] / before["wall_s_to_95"], 3)
+        if before["wall_s_to_95"] and after["wall_s_to_95"]
+        else None
+    )
+    result = {
+        "total_timesteps": args.total_timesteps,
+        "seed": args.seed,
+        "recorded_think_time": {**recorded, "record_steps": args.record_steps},
+        "before": before,
+        "after": after,
+        "wall_s_to_95_ratio": ratio,
+        "target": "after.wall_s_to_95 <= 0.5 x before.wall_s_to_95",
+    }
+    write_result("main_job", result)
+    panda = {
+        "replay_then_wall": after["real_time_eval"],
+        "flat_out_then_wall": before["real_time_eval"],
+        "eval_episodes": args.eval_episodes,
+        "seed": args.seed,
+    }
+    time_aware = ROOT / "bench" / "results" / "time_aware.json"
+    merged = json.loads(time_aware.read_text()) if time_aware.exists() else {}
+    merged["panda"] = panda
+    write_result("time_aware", merged, quiet=True)
+    return 0 if ratio is not None and ratio <= 0.5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
