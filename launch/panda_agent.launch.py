@@ -127,7 +127,8 @@ def generate_launch_description() -> LaunchDescription:
                 "timing_model",
                 default_value="wall",
                 description="mock only: how long the world runs on while the learner thinks (wall, none, "
-                "fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv>; docs/time_models.md)",
+                "fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv>; empty: replay of the reach learner's "
+                "think times at real time; docs/time_models.md)",
             ),
             DeclareLaunchArgument(
                 "start_state",

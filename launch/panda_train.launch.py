@@ -23,7 +23,11 @@ _ARGUMENTS = {
     "rl_timestep": ("", "seconds per RL step (empty: the config's)"),
     "control_rate": ("", "agent control loop, Hz (empty: the config's)"),
     "sim_speed": ("0.0", "mock only: simulated seconds per wall second (0: as fast as the agent, in lockstep)"),
-    "timing_model": ("wall", "mock only: how long the world runs on while the learner thinks (docs/time_models.md)"),
+    "timing_model": (
+        "",
+        "how long the mock's world runs on while the learner thinks (docs/time_models.md); empty: on the mock, "
+        "replay of this learner's think times at real time; on a real Panda, wall",
+    ),
     "total_timesteps": ("", "training steps (empty: the config's)"),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),

@@ -15,7 +15,10 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
         (f"share/{package_name}", ["package.xml"]),
         (f"share/{package_name}/launch", glob(f"{WORKSPACE}/launch/panda*.launch.py")),
-        (f"share/{package_name}/config", glob(f"{WORKSPACE}/config/panda*.yaml")),
+        (
+            f"share/{package_name}/config",
+            glob(f"{WORKSPACE}/config/panda*.yaml") + glob(f"{WORKSPACE}/config/think_times_panda*.csv"),
+        ),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

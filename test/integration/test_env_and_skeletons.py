@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from helpers import start_node
+from helpers import start_node, start_panda_agent, start_panda_mock
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
@@ -115,6 +116,52 @@ def test_an_env_made_with_a_client_is_made_again_from_its_spec(processes: Proces
             inner = again.unwrapped
             assert isinstance(inner, PlantTrackingEnv)
             assert inner.client.channel.namespace == "/plant_a" and inner.setpoint_range == 0.25
+        finally:
+            again.close()
+        gym_check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=True, skip_render_check=True)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task", ["panda_reach", "lunar_lander"])
+def test_the_shipped_tasks_built_the_trainers_way_are_made_again_from_their_specs(
+    task: str, processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """The Panda reach env (as franka_agent.train builds it) and the lander (as its
+    trainer does), each from a client made first: the spec keeps the namespace and the
+    task's arguments, the env made from it is the same task, and both checkers pass."""
+    from spin_decoupler_ros.rl import RLClient
+
+    if task == "panda_reach":
+        from franka_agent.reach_task import PandaReachEnv
+
+        start_panda_mock(processes, tmp_path, speed=0.0)
+        start_panda_agent(processes, tmp_path)
+        arguments: dict[str, Any] = {
+            "target_low": [0.4, -0.1, 0.3],
+            "target_high": [0.5, 0.1, 0.4],
+            "max_episode_steps": 4,
+        }
+        env: DecoupledEnv = PandaReachEnv(client=RLClient("", connect_timeout=30), **arguments)
+        namespace = ""
+    else:
+        from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
+
+        namespace = "/lander_spec"
+        start_node(
+            processes, "spin_decoupler_ros.examples.lunar_lander.agent", tmp_path, namespace=namespace, label="lander"
+        )
+        arguments = {"max_episode_steps": 30}
+        env = LunarLanderEnv(client=RLClient(namespace, connect_timeout=20), **arguments)
+    try:
+        assert env.spec is not None
+        assert env.spec.kwargs == {"agent_namespace": namespace, **arguments}
+        again = env.spec.make()
+        try:
+            inner = again.unwrapped
+            assert type(inner) is type(env) and inner.client.channel.namespace == namespace
+            assert again.observation_space == env.observation_space and again.action_space == env.action_space
         finally:
             again.close()
         gym_check_env(env, skip_render_check=True)

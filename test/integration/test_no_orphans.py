@@ -70,7 +70,7 @@ def test_the_process_helpers_leave_no_node_behind(ending: str, tmp_path: Path) -
     assert end_and_count_what_is_left(parent, ending, 1) == []
 
 
-@pytest.mark.parametrize("ending", ("SIGTERM", "SIGKILL"))
+@pytest.mark.parametrize("ending", ("SIGINT", "SIGTERM", "SIGKILL"))
 def test_an_examples_run_leaves_no_node_behind(ending: str, tmp_path: Path) -> None:
     command = [
         sys.executable,
@@ -85,7 +85,7 @@ def test_an_examples_run_leaves_no_node_behind(ending: str, tmp_path: Path) -> N
     assert end_and_count_what_is_left(parent, ending, 1) == []
 
 
-@pytest.mark.parametrize("ending", ("SIGTERM", "SIGKILL"))
+@pytest.mark.parametrize("ending", ("SIGINT", "SIGTERM", "SIGKILL"))
 def test_the_main_job_leaves_no_process_behind(ending: str, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "franka_agent.pipeline", "--total-timesteps", "100000"]
     command += ["--run-dir", str(tmp_path / "run")]
@@ -113,3 +113,26 @@ def test_a_rerun_beside_a_stray_agent_says_so_by_name(processes: ProcessGroup, t
     with pytest.raises(AgentConflictError, match=r"2 agents answer at '/plant' \(/plant/first_order_plant_agent"):
         for _ in range(20):  # (until this client has discovered both)
             RLClient("/plant", connect_timeout=20).close()
+
+
+def test_a_main_job_whose_trainer_fails_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The trainer ends in an error (a bad parameter, found after the robots started):
+    the main job says so, fails, and stops the mock and the agent it started."""
+    command = [sys.executable, "-m", "franka_agent.pipeline", "--seed", "-1", "--run-dir", str(tmp_path / "run")]
+    log = tmp_path / "parent.log"
+    parent = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + 120
+    while parent.poll() is None and time.monotonic() < deadline:
+        try:
+            seen.update((child.pid, child) for child in psutil.Process(parent.pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    assert parent.wait(timeout=60) != 0
+    assert "parameter 'seed'" in log.read_text(), log.read_text()
+    _, alive = psutil.wait_procs(list(seen.values()), timeout=15)
+    left = [" ".join(p.cmdline()[:3]) for p in alive]
+    for process in alive:
+        process.kill()
+    assert len(seen) >= 2 and left == [], (len(seen), left)  # (the mock and the agent had started)

@@ -28,7 +28,7 @@ from std_msgs.msg import UInt64
 
 from franka_agent.core import panda
 from franka_agent.mock.mock_hardware_node import LATCHED
-from franka_agent.robots import read_limit_violations
+from franka_agent.robots import RECORDED_THINK_TIMES, read_limit_violations
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
@@ -435,6 +435,7 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     results = json.loads((run_dir / "results.json").read_text())
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
     assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
+    assert results["timing_model"].startswith("replay:") and results["timing_model"].endswith(RECORDED_THINK_TIMES)
 
 
 def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(

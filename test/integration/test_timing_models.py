@@ -16,6 +16,7 @@ from helpers import start_node, start_panda_agent, start_panda_mock
 
 from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.core.think_time import TimingModel, TimingModelKind
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
@@ -139,6 +140,16 @@ def test_a_timing_model_is_refused_on_a_real_panda_and_wall_changes_nothing() ->
     with pytest.raises(ParameterError, match="unknown kind"):
         timing_model_overrides("later", mock=True)
     assert timing_model_overrides("wall", mock=False) == ({}, {})
+
+
+def test_the_training_default_replays_recorded_think_times_on_the_mock_and_is_wall_on_the_arm() -> None:
+    """An empty model (the launch files' and ``./ws main``'s default) is the recording of
+    this learner's think times at real time, on the mock; a real Panda keeps ``wall``."""
+    agent_params, mock_params = timing_model_overrides("", mock=True)
+    model = TimingModel.parse(str(agent_params["timing_model"]))
+    assert model.kind is TimingModelKind.REPLAY and model.recorded_s is not None and len(model.recorded_s) >= 500
+    assert mock_params == {"lockstep": True, "lockstep_timeout": 0.0}
+    assert timing_model_overrides("", mock=False) == ({}, {})
 
 
 def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_clock(

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from franka_agent.robots import read_limit_violations, start_mock_robots
+from franka_agent.robots import default_timing_model, read_limit_violations, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.paths import find_config
@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timing-model",
-        default="wall",
-        help="how long the mock's world runs on while the learner thinks: wall (as it happens, default), none, "
-        "fixed:<s>, lognormal:<median>,<p99> or replay:<steps.csv> (docs/time_models.md)",
+        help="how long the mock's world runs on while the learner thinks: wall (as it happens), none, "
+        "fixed:<s>, lognormal:<median>,<p99> or replay:<steps.csv> (docs/time_models.md); default: replay of "
+        "this learner's think times at real time (config/think_times_panda_sac.csv)",
     )
     parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
     parser.add_argument("--control-rate", type=float, help="agent control rate in Hz (default: the config's)")
@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         except (CheckpointError, ValueError) as exc:
             print(f"--resume {args.resume}: {exc}", file=sys.stderr)
             return 2
+    if args.timing_model is None:
+        args.timing_model = default_timing_model(mock=True)
     config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
     run_dir = Path(args.resume or args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,12 @@ from pathlib import Path
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.naming import agent_namespaces, join_name
 from spin_decoupler_ros.core.think_time import TimingModel
+from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
+# Think times of the reach task's SAC learner measured at real time (the mock at the
+# wall's pace, as on the arm), steps after learning_starts: bench/main_job.py records them.
+RECORDED_THINK_TIMES = "think_times_panda_sac.csv"
 ROBOT_TOPICS = (
     "/joint_states",
     "/franka/joint_states",
@@ -49,11 +53,22 @@ def mock_recovery(mock_namespace: str) -> dict[str, object]:
     return {"recovery": f"trigger:{mock_namespace.rstrip('/')}/mock_hardware/error_recovery"}
 
 
+def default_timing_model(*, mock: bool) -> str:
+    """The training default: on the mock, the think times this learner showed at real
+    time, replayed (the timing the arm would see, whatever the CPU's speed and load); on a
+    real arm, ``wall``: its time is what it is."""
+    if not mock:
+        return "wall"
+    return f"replay:{find_config(RECORDED_THINK_TIMES, package='franka_agent')}"
+
+
 def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, object], dict[str, object]]:
-    """(agent, mock) parameters for a timing model (docs/time_models.md). Under any model
-    but ``wall`` the agent stops commanding where the world waits for the learner, and
-    the mock, in lockstep with no timeout, waits with it. Raises ParameterError for a
-    malformed model, or any model but ``wall`` on a real robot."""
+    """(agent, mock) parameters for a timing model (docs/time_models.md; empty: the
+    default, ``default_timing_model``). Under any model but ``wall`` the agent stops
+    commanding where the world waits for the learner, and the mock, in lockstep with no
+    timeout, waits with it. Raises ParameterError for a malformed model, or any model but
+    ``wall`` on a real robot."""
+    timing_model = timing_model or default_timing_model(mock=mock)
     model = TimingModel.parse(timing_model)
     if not model.simulated:
         return {}, {}
