@@ -98,52 +98,34 @@ def test_skeleton_env_and_agent_work_together(skeleton: None) -> None:
         env.close()
 
 
-def test_an_env_made_with_a_client_is_made_again_from_its_spec(processes: ProcessGroup, tmp_path: Path) -> None:
-    """The trainers' way (a client made first, in the agent's namespace): the spec keeps
-    the namespace and the task's arguments, and both checkers pass (Gymnasium's makes
-    the env again from its spec)."""
-    from spin_decoupler_ros.rl import RLClient
-
-    start_node(
-        processes, "spin_decoupler_ros.examples.first_order_plant.agent", tmp_path, namespace="/plant_a", params=FAST
-    )
-    env = PlantTrackingEnv(client=RLClient("/plant_a", connect_timeout=20), setpoint_range=0.25, max_episode_steps=7)
-    try:
-        assert env.spec is not None
-        assert env.spec.kwargs == {"agent_namespace": "/plant_a", "setpoint_range": 0.25, "max_episode_steps": 7}
-        again = env.spec.make()
-        try:
-            inner = again.unwrapped
-            assert isinstance(inner, PlantTrackingEnv)
-            assert inner.client.channel.namespace == "/plant_a" and inner.setpoint_range == 0.25
-        finally:
-            again.close()
-        gym_check_env(env, skip_render_check=True)
-        sb3_check_env(env, warn=True, skip_render_check=True)
-    finally:
-        env.close()
-
-
-@pytest.mark.parametrize("task", ["panda_reach", "lunar_lander"])
+@pytest.mark.parametrize("task", ["first_order_plant", "panda_reach", "lunar_lander"])
 def test_the_shipped_tasks_built_the_trainers_way_are_made_again_from_their_specs(
     task: str, processes: ProcessGroup, tmp_path: Path
 ) -> None:
-    """The Panda reach env (as franka_agent.train builds it) and the lander (as its
-    trainer does), each from a client made first: the spec keeps the namespace and the
-    task's arguments, the env made from it is the same task, and both checkers pass."""
+    """The plant, the Panda reach env and the lander as their trainers build them, each
+    from a client made first in the agent's namespace: the spec keeps the namespace and
+    the task's arguments, the env made from it is the same task, and both checkers pass
+    (Gymnasium's makes the env again from its spec)."""
     from spin_decoupler_ros.rl import RLClient
 
-    if task == "panda_reach":
+    if task == "first_order_plant":
+        namespace = "/plant_a"
+        start_node(
+            processes, "spin_decoupler_ros.examples.first_order_plant.agent", tmp_path, namespace=namespace, params=FAST
+        )
+        arguments: dict[str, Any] = {"setpoint_range": 0.25, "max_episode_steps": 7}
+        env: DecoupledEnv = PlantTrackingEnv(client=RLClient(namespace, connect_timeout=20), **arguments)
+    elif task == "panda_reach":
         from franka_agent.reach_task import PandaReachEnv
 
         start_panda_mock(processes, tmp_path, speed=0.0)
         start_panda_agent(processes, tmp_path)
-        arguments: dict[str, Any] = {
+        arguments = {
             "target_low": [0.4, -0.1, 0.3],
             "target_high": [0.5, 0.1, 0.4],
             "max_episode_steps": 4,
         }
-        env: DecoupledEnv = PandaReachEnv(client=RLClient("", connect_timeout=30), **arguments)
+        env = PandaReachEnv(client=RLClient("", connect_timeout=30), **arguments)
         namespace = ""
     else:
         from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
