@@ -84,7 +84,7 @@ def think_time_summary(steps_csv: Path) -> dict[str, float]:
     }
 
 
-def record(run_dir: Path, steps: int, learning_starts: int, out: Path) -> None:
+def record(run_dir: Path, learning_starts: int, out: Path) -> None:
     """The real-time run's steps after ``learning_starts``, the columns a replay reads."""
     with open(run_dir / "steps.csv", newline="") as source, open(out, "w", newline="") as target:
         writer = csv.DictWriter(target, fieldnames=RECORDED_COLUMNS, extrasaction="ignore")
@@ -111,7 +111,7 @@ def main() -> int:
             "--eval-episodes", "1", "--run-dir", str(runs / "record"),
         )  # fmt: skip
         recording = runs / "think_times.csv"
-        record(runs / "record", args.record_steps, args.learning_starts, recording)
+        record(runs / "record", args.learning_starts, recording)
         recorded = think_time_summary(recording)
         print(f"recorded think times: {recorded}", flush=True)
         trained: dict[str, dict[str, Any]] = {}
