@@ -3,9 +3,8 @@ from glob import glob
 from setuptools import find_packages, setup
 
 package_name = "franka_agent"
-# launch/ and config/ live at the workspace top (the design card); install the Panda's
-# into this package's share so `ros2 launch franka_agent ...` finds them.
-WORKSPACE = "../.."
+# launch/ and config/ are the package's own (the workspace's top-level folders link to
+# them), so the package builds wherever it is copied.
 
 setup(
     name=package_name,
@@ -14,11 +13,8 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
         (f"share/{package_name}", ["package.xml"]),
-        (f"share/{package_name}/launch", glob(f"{WORKSPACE}/launch/panda*.launch.py")),
-        (
-            f"share/{package_name}/config",
-            glob(f"{WORKSPACE}/config/panda*.yaml") + glob(f"{WORKSPACE}/config/think_times_panda*.csv"),
-        ),
+        (f"share/{package_name}/launch", glob("launch/*.launch.py")),
+        (f"share/{package_name}/config", glob("config/*.yaml") + glob("config/*.csv")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

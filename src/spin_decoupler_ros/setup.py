@@ -1,10 +1,10 @@
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = "spin_decoupler_ros"
-# The workspace keeps launch/ and config/ at its top (the design card); install ours
-# into this package's share so `ros2 launch spin_decoupler_ros ...` finds them.
-WORKSPACE = "../.."
-EXAMPLES = ("first_order_plant", "lunar_lander")
+# launch/ and config/ are the package's own (the workspace's top-level folders link to
+# them), so the package builds wherever it is copied.
 
 setup(
     name=package_name,
@@ -14,8 +14,8 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
         (f"share/{package_name}", ["package.xml"]),
-        (f"share/{package_name}/launch", [f"{WORKSPACE}/launch/{name}.launch.py" for name in EXAMPLES]),
-        (f"share/{package_name}/config", [f"{WORKSPACE}/config/{name}.yaml" for name in EXAMPLES]),
+        (f"share/{package_name}/launch", glob("launch/*.launch.py")),
+        (f"share/{package_name}/config", glob("config/*.yaml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

@@ -17,11 +17,10 @@ from helpers import isolated_ros_environment
 
 launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launch_pytest) is not installed")
 
+from launch import LaunchContext, LaunchDescription  # noqa: E402
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, SetEnvironmentVariable  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
-
-from launch import LaunchContext, LaunchDescription  # noqa: E402
 
 LAUNCH = Path(__file__).resolve().parents[2] / "launch"
 

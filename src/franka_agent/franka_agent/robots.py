@@ -31,6 +31,26 @@ ROBOT_TOPICS = (
 )
 
 
+FRANKA_ROS2_FOR_PANDA = "franka_ros2 v0.1.0 (github.com/frankaemika/franka_ros2, tag v0.1.0, on Humble)"
+
+
+def require_real_robot_driver(package: str = "franka_bringup") -> None:
+    """Fail with what to install when the real arm's driver package is missing, before a
+    launch file includes it (launch would only say "package not found").
+
+    Test: ``test_panda_core.py::test_a_missing_franka_bringup_is_named_with_the_release_to_install``."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        get_package_share_directory(package)
+    except PackageNotFoundError:
+        raise ParameterError(
+            f"use_mock_hardware:=false needs '{package}' from {FRANKA_ROS2_FOR_PANDA}, the driver "
+            f"of a Panda, and it is not installed in this ROS environment: build franka_ros2 v0.1.0 "
+            f"into your workspace and source it, or run on the mock (use_mock_hardware:=true)"
+        ) from None
+
+
 def robot_namespaces(count: int) -> list[str]:
     """``[""]`` for one robot (franka_ros2's own names), else ``/panda0`` ... ``/panda{count-1}``."""
     if count < 1:

@@ -4,14 +4,13 @@ namespace, the run ending when training ends. Imported by ``launch/*.launch.py``
 
 from __future__ import annotations
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
-
-from launch import LaunchDescription
 
 PACKAGE = "spin_decoupler_ros"
 

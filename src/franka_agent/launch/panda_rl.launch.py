@@ -1,0 +1,77 @@
+"""The RL side of the Panda pipeline: the trainer (SB3 through the decoupler). Start it
+where the learner runs, with the agent side (panda_agent.launch.py) up on the robot's
+computer in the same ROS_DOMAIN_ID; launch ends when training ends.
+
+    ros2 launch franka_agent panda_rl.launch.py total_timesteps:=15000
+    ros2 launch franka_agent panda_rl.launch.py resume:=runs/panda_reach/<run>   # after a crash
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.launch_context import LaunchContext
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+_OVERRIDES = {
+    "total_timesteps": int,
+    "algorithm": str,
+    "seed": int,
+    "run_dir": str,
+    "num_agents": int,
+    "checkpoint_every": int,
+    "resume": str,
+}
+
+
+def _trainer(context: LaunchContext) -> list[object]:
+    overrides = {}
+    for name, kind in _OVERRIDES.items():
+        value = LaunchConfiguration(name).perform(context)
+        if value:
+            overrides[name] = kind(value)
+    trainer = Node(
+        package="franka_agent",
+        executable="panda_trainer",
+        name="panda_trainer",
+        namespace=LaunchConfiguration("namespace"),
+        parameters=[LaunchConfiguration("config").perform(context), overrides],
+        output="screen",
+    )
+    # The experiment is over when the trainer exits.
+    return [trainer, RegisterEventHandler(OnProcessExit(target_action=trainer, on_exit=[EmitEvent(event=Shutdown())]))]
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "config",
+                default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
+                description="parameters YAML, keyed by node name",
+            ),
+            DeclareLaunchArgument(
+                "namespace", default_value="", description="namespace of the agent to train with (as the agent's)"
+            ),
+            DeclareLaunchArgument(
+                "total_timesteps", default_value="", description="training steps (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "num_agents",
+                default_value="",
+                description="agents to train on at once, in /panda0, /panda1, ... (empty: the config's, 1)",
+            ),
+            DeclareLaunchArgument("algorithm", default_value="", description="sac or td3 (empty: the config's)"),
+            DeclareLaunchArgument("seed", default_value="", description="seed (empty: the config's)"),
+            DeclareLaunchArgument("run_dir", default_value="", description="run folder (empty: the config's)"),
+            DeclareLaunchArgument(
+                "checkpoint_every", default_value="", description="steps between checkpoints (empty: the config's)"
+            ),
+            DeclareLaunchArgument(
+                "resume", default_value="", description="a run folder to go on with from its latest checkpoint"
+            ),
+            OpaqueFunction(function=_trainer),
+        ]
+    )

@@ -1,0 +1,90 @@
+"""The whole Panda pipeline on one machine: robot (mock or real), agent, and trainer.
+
+    ros2 launch franka_agent panda_train.launch.py                       # MuJoCo mock, flat out
+    ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
+
+``use_mock_hardware`` swaps the real Panda (franka_ros2) for the MuJoCo mock; nothing
+else changes. Launch ends when training ends. ``./ws main`` starts the same processes
+where ros2 launch is not installed.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, ThisLaunchFileDir
+from launch_ros.substitutions import FindPackageShare
+
+_ARGUMENTS = {
+    "use_mock_hardware": ("true", "true: MuJoCo mock Panda; false: a real Panda via franka_ros2 v0.1.0"),
+    "robot_ip": ("", "the Panda's IP or hostname (required when use_mock_hardware is false)"),
+    "load_gripper": ("true", "real robot: load the Franka Hand"),
+    "use_rviz": ("false", "real robot: start RViz"),
+    "rl_timestep": ("", "seconds per RL step (empty: the config's)"),
+    "control_rate": ("", "agent control loop, Hz (empty: the config's)"),
+    "sim_speed": ("0.0", "mock only: simulated seconds per wall second (0: as fast as the agent, in lockstep)"),
+    "timing_model": (
+        "",
+        "how long the mock's world runs on while the learner thinks (docs/time_models.md); empty: on the mock, "
+        "replay of this learner's think times at real time; on a real Panda, wall",
+    ),
+    "total_timesteps": ("", "training steps (empty: the config's)"),
+    "algorithm": ("", "sac or td3 (empty: the config's)"),
+    "seed": ("", "seed (empty: the config's)"),
+    "run_dir": ("", "run folder (empty: the config's)"),
+    "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
+    "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
+    "namespace": ("", "namespace of the agent and the trainer"),
+    "start_state": ("active", "the agent's lifecycle state at start (inactive: the trainer waits for an activate)"),
+    "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
+}
+
+
+def generate_launch_description() -> LaunchDescription:
+    declared = [
+        DeclareLaunchArgument(name, default_value=default, description=description)
+        for name, (default, description) in _ARGUMENTS.items()
+    ]
+    config = DeclareLaunchArgument(
+        "config",
+        default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
+        description="parameters YAML for all nodes, keyed by node name",
+    )
+
+    def include(name: str, arguments: tuple[str, ...]) -> IncludeLaunchDescription:
+        return IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(PathJoinSubstitution([ThisLaunchFileDir(), name])),
+            launch_arguments={arg: LaunchConfiguration(arg) for arg in arguments}.items(),
+        )
+
+    agent_side = include(
+        "panda_agent.launch.py",
+        (
+            "use_mock_hardware",
+            "robot_ip",
+            "load_gripper",
+            "use_rviz",
+            "config",
+            "namespace",
+            "rl_timestep",
+            "control_rate",
+            "sim_speed",
+            "timing_model",
+            "num_agents",
+            "start_state",
+        ),
+    )
+    rl_side = include(
+        "panda_rl.launch.py",
+        (
+            "config",
+            "namespace",
+            "total_timesteps",
+            "algorithm",
+            "seed",
+            "run_dir",
+            "num_agents",
+            "checkpoint_every",
+            "resume",
+        ),
+    )
+    return LaunchDescription([*declared, config, agent_side, rl_side])
