@@ -39,7 +39,7 @@ from bench.common import isolate_dds, write_result
 from spin_decoupler_ros.core.think_time import think_times_from_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDING = ROOT / "config" / "think_times_panda_sac.csv"
+RECORDING = ROOT / "src" / "franka_agent" / "config" / "think_times_panda_sac.csv"
 WINDOW = 20
 TARGET = 0.95
 RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
