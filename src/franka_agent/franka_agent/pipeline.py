@@ -21,7 +21,7 @@ from pathlib import Path
 from franka_agent.robots import default_timing_model, read_limit_violations, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
-from spin_decoupler_ros.tools.paths import find_config
+from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 OPTIONS_FILE = "options.json"
@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--num-agents", type=int, default=1, help="mock Pandas and agents to train on at once (/panda0...)"
     )
-    parser.add_argument("--run-dir", help="run folder (default: runs/panda_reach/<date-time>)")
+    parser.add_argument(
+        "--run-dir", help="run folder (default: a fresh runs/panda_reach/<date-time>; one holding a run is refused)"
+    )
     parser.add_argument(
         "--resume",
         metavar="RUN_DIR",
@@ -121,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.timing_model is None:
         args.timing_model = default_timing_model(mock=True)
     config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
-    run_dir = Path(args.resume or args.run_dir or f"runs/panda_reach/{time.strftime('%Y%m%d-%H%M%S')}")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir = Path(args.resume) if args.resume else claim_run_dir(args.run_dir or "", "panda_reach")
+    except ParameterError as exc:
+        print(f"--run-dir: {exc}", file=sys.stderr)
+        return 2
     if not args.resume:
         recorded = {name: value for name, value in vars(args).items() if name not in NOT_RECORDED}
         recorded["config"] = str(config.resolve())

@@ -36,6 +36,7 @@ from spin_decoupler_ros.params import (
 )
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import RLNode
+from spin_decoupler_ros.tools.paths import claim_run_dir
 from spin_decoupler_ros.tools.processes import die_with_parent
 
 NODE_NAME = "panda_trainer"
@@ -158,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         target_high = declare_float_list(node, "target_high", [0.6, 0.25, 0.55], "target box upper corner (m)")
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
         progress_every = declare_int(node, "progress_every", 1000, "steps between progress lines", low=1)
-        run_dir = Path(declare_str(node, "run_dir", "runs/panda_reach", "where the run folder goes"))
+        run_dir_param = declare_str(
+            node,
+            "run_dir",
+            "",
+            "the run folder (empty: a fresh dated one under $SPIN_DECOUPLER_RUNS or the checkout's runs/); "
+            "one that already holds a run is refused",
+        )
         checkpoint_every = declare_int(
             node, "checkpoint_every", 1000, "steps between checkpoints (0: only at the end)", low=0
         )
@@ -174,9 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         if resume:
             from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
 
-            run_dir = Path(resume)
             try:
-                checkpoint = read_latest(run_dir)
+                checkpoint = read_latest(Path(resume))
             except CheckpointError as exc:
                 raise ParameterError(f"parameter 'resume' = '{resume}': {exc}") from None
             if checkpoint.state.get("algorithm") != algorithm:
@@ -197,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # (the params file may hold every algorithm's hyperparameters: only this one's are read)
         check_no_unknown_parameters(node, ignore_prefixes=[f"{name}." for name in ALGORITHMS if name != algorithm])
+        run_dir = Path(resume) if resume else claim_run_dir(run_dir_param, "panda_reach")
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
         rl_node.close()
@@ -218,7 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
 
     torch.set_num_threads(torch_threads)
-    run_dir.mkdir(parents=True, exist_ok=True)
 
     def make_env(client: RLClient) -> PandaReachEnv:
         return PandaReachEnv(

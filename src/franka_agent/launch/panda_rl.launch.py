@@ -65,7 +65,12 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument("algorithm", default_value="", description="sac or td3 (empty: the config's)"),
             DeclareLaunchArgument("seed", default_value="", description="seed (empty: the config's)"),
-            DeclareLaunchArgument("run_dir", default_value="", description="run folder (empty: the config's)"),
+            DeclareLaunchArgument(
+                "run_dir",
+                default_value="",
+                description="run folder (empty: a fresh dated runs/panda_reach/<date-time> under "
+                "$SPIN_DECOUPLER_RUNS or ~/.ros/spin_decoupler/runs; one holding a run is refused)",
+            ),
             DeclareLaunchArgument(
                 "checkpoint_every", default_value="", description="steps between checkpoints (empty: the config's)"
             ),

@@ -30,7 +30,11 @@ _ARGUMENTS = {
     "total_timesteps": ("", "training steps (empty: the config's)"),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),
-    "run_dir": ("", "run folder (empty: the config's)"),
+    "run_dir": (
+        "",
+        "run folder (empty: a fresh dated runs/panda_reach/<date-time> under $SPIN_DECOUPLER_RUNS or "
+        "~/.ros/spin_decoupler/runs; one holding a run is refused)",
+    ),
     "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
     "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
     "namespace": ("", "namespace of the agent and the trainer"),

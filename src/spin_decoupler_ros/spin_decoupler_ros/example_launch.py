@@ -10,6 +10,7 @@ from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 PACKAGE = "spin_decoupler_ros"
@@ -35,7 +36,8 @@ def example_launch_description(
             config,
             {
                 "total_timesteps": LaunchConfiguration("total_timesteps"),
-                "run_dir": LaunchConfiguration("run_dir"),
+                # a string even when empty (empty: a fresh dated folder)
+                "run_dir": ParameterValue(LaunchConfiguration("run_dir"), value_type=str),
             },
         ],
         output="screen",
@@ -51,7 +53,11 @@ def example_launch_description(
             DeclareLaunchArgument(
                 "total_timesteps", default_value=str(total_timesteps), description=f"{algorithm} training steps"
             ),
-            DeclareLaunchArgument("run_dir", default_value=f"runs/{example}", description="where the results go"),
+            DeclareLaunchArgument(
+                "run_dir",
+                default_value="",
+                description=f"where the results go (empty: a fresh dated runs/{example}/<date-time>)",
+            ),
             DeclareLaunchArgument(
                 "timing_model",
                 default_value="wall",

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from spin_decoupler_ros.tools.paths import find_config
+from spin_decoupler_ros.core.errors import ParameterError
+from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
 
 
@@ -29,7 +30,12 @@ def run_example(
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timesteps", type=int, default=None, help="training steps (default: the config's)")
     parser.add_argument("--namespace", default=namespace, help="namespace of both nodes")
-    parser.add_argument("--run-dir", default=f"runs/{config_name.removesuffix('.yaml')}")
+    task = config_name.removesuffix(".yaml")
+    parser.add_argument(
+        "--run-dir",
+        default="",
+        help=f"run folder (default: a fresh runs/{task}/<date-time>; one holding a run is refused)",
+    )
     parser.add_argument("--config", default=None, help=f"parameters YAML (default: config/{config_name})")
     parser.add_argument(
         "--timing-model",
@@ -39,7 +45,11 @@ def run_example(
     )
     args = parser.parse_args(argv)
     config = Path(args.config) if args.config else find_config(config_name)
-    run_dir = Path(args.run_dir)
+    try:
+        run_dir = claim_run_dir(args.run_dir, task)
+    except ParameterError as exc:
+        print(f"--run-dir: {exc}", file=sys.stderr)
+        return 2
 
     agent = NodeProcess(
         agent_module,

@@ -1,8 +1,10 @@
-"""Finding the workspace's config/ and launch/ files from a checkout or an install."""
+"""Finding the workspace's config/ and launch/ files from a checkout or an install, and
+the folders runs write to."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -32,3 +34,57 @@ def find_config(name: str, package: str = "spin_decoupler_ros") -> Path:
     except (ImportError, LookupError):
         pass
     raise FileNotFoundError(f"config file '{name}' is neither in the checkout's config/ nor in share/{package}/config")
+
+
+RUNS_ROOT_VARIABLE = "SPIN_DECOUPLER_RUNS"
+# What a trainer writes into its run folder; a folder holding any of these holds a run.
+RUN_OUTPUTS = ("steps.csv", "results.json", "model.zip", "checkpoints")
+
+
+def runs_root() -> Path:
+    """Where run folders go: ``$SPIN_DECOUPLER_RUNS``, else ``runs/`` of the checkout this
+    code runs from, else ``~/.ros/spin_decoupler/runs`` (an installed package)."""
+    env = os.environ.get(RUNS_ROOT_VARIABLE)
+    if env:
+        return Path(env).expanduser()
+    root = workspace_root()
+    if root is not None:
+        return root / "runs"
+    return Path.home() / ".ros" / "spin_decoupler" / "runs"
+
+
+def new_run_dir(task: str, root: Path | None = None, stamp: str | None = None) -> Path:
+    """Make and return a fresh ``<root>/<task>/<date-time>`` folder (``-2``, ``-3``... when a
+    run started in the same second): two runs never share a folder."""
+    parent = (root if root is not None else runs_root()) / task
+    parent.mkdir(parents=True, exist_ok=True)
+    base = stamp or time.strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1, 1000):
+        candidate = parent / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            candidate.mkdir()  # exclusive: whoever makes it owns it
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"no free run folder for {base} under {parent}")
+
+
+def claim_run_dir(run_dir: str, task: str) -> Path:
+    """The folder a new run writes to: a fresh dated one when ``run_dir`` is empty, else
+    ``run_dir`` if it holds no run yet. Nothing is ever overwritten.
+
+    Test: ``test/unit/test_run_dirs.py``."""
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    if not run_dir:
+        return new_run_dir(task)
+    path = Path(run_dir).expanduser()
+    held = [name for name in RUN_OUTPUTS if (path / name).exists()]
+    if held:
+        raise ParameterError(
+            f"run_dir '{path}' already holds a run ({', '.join(held)}), which is never overwritten: "
+            f"leave run_dir empty for a fresh dated folder under {runs_root()}, choose another, "
+            f"or go on with that run (resume:={path})"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
