@@ -436,6 +436,48 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
     assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
     assert results["timing_model"].startswith("replay:") and results["timing_model"].endswith(RECORDED_THINK_TIMES)
+    assert_the_recording_holds_every_step_once_in_order(run_dir / "run.mcap", rows)
+
+
+def assert_the_recording_holds_every_step_once_in_order(path: Path, rows: list[dict[str, str]]) -> None:
+    """run.mcap, read back with the mcap reader: every command once, in order, each with its
+    answer, the first answers' LAT those of steps.csv; timing, status, joint states and the
+    controller's trajectories beside them."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    from spin_decoupler_msgs.msg import StepCommand
+
+    by_topic: dict[str, list[Any]] = {}
+    schemas: dict[str, str] = {}
+    with open(path, "rb") as file:
+        reader = make_reader(file, decoder_factories=[DecoderFactory()])
+        for schema, channel, _, decoded in reader.iter_decoded_messages():
+            by_topic.setdefault(channel.topic, []).append(decoded)
+            schemas[channel.topic] = schema.name if schema else ""
+    assert schemas == {
+        "/step_command": "spin_decoupler_msgs/msg/StepCommand",
+        "/step_result": "spin_decoupler_msgs/msg/StepResult",
+        "/step_timing": "spin_decoupler_msgs/msg/StepTiming",
+        "/status": "spin_decoupler_msgs/msg/AgentStatus",
+        "/joint_states": "sensor_msgs/msg/JointState",
+        "/joint_trajectory_controller/joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
+    }, schemas
+    steps = [command for command in by_topic["/step_command"] if command.kind == StepCommand.STEP]
+    episodes: dict[bytes, list[int]] = {}
+    for command in steps:
+        episodes.setdefault(bytes(command.episode_id.uuid), []).append(command.seq)
+    for seqs in episodes.values():
+        assert seqs == list(range(1, len(seqs) + 1)), seqs  # once each, in order
+    answers = [answer.seq for answer in by_topic["/step_result"] if answer.seq > 0]
+    assert answers == [command.seq for command in steps]  # one answer per command, in its order
+    assert len(steps) >= len(rows)  # training, then the evaluation's steps
+    recorded_lats = [
+        answer.lat.sec + answer.lat.nanosec * 1e-9 for answer in by_topic["/step_result"] if answer.seq > 0
+    ]
+    assert recorded_lats[: len(rows)] == pytest.approx([float(row["lat"]) for row in rows], abs=1e-6)
+    assert len(by_topic["/step_timing"]) >= len(rows) - 5  # best kept: the last ones may be in flight
+    assert by_topic["/joint_states"] and by_topic["/joint_trajectory_controller/joint_trajectory"]
 
 
 def test_a_reset_sent_before_the_simulated_clock_runs_still_reaches_home(

@@ -22,6 +22,7 @@ ROSDEP_KEYS = {
     "gymnasium": "python3-gymnasium-pip",
     "stable_baselines3": "python3-stable-baselines3-pip",
     "mujoco": "python3-mujoco-pip",
+    "mcap": "mcap-ros2-support",  # rosdep's key for the MCAP packages installs mcap with it
 }
 # Needed at run time without an import of ours, each for a stated reason.
 RUN_TIME_ONLY = {

@@ -18,17 +18,18 @@ import csv
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from rclpy.node import Node
 
 from franka_agent.reach_task import PandaReachEnv
-from franka_agent.robots import robot_namespaces
+from franka_agent.robots import robot_namespaces, robot_remaps
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.params import (
     check_no_unknown_parameters,
     check_params_files,
+    declare_bool,
     declare_float,
     declare_float_list,
     declare_int,
@@ -38,6 +39,9 @@ from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import RLNode
 from spin_decoupler_ros.tools.paths import claim_run_dir
 from spin_decoupler_ros.tools.processes import die_with_parent
+
+if TYPE_CHECKING:
+    from spin_decoupler_ros.rl.recording import RunRecorder
 
 NODE_NAME = "panda_trainer"
 ALGORITHMS = ("sac", "td3")
@@ -170,6 +174,20 @@ def main(argv: list[str] | None = None) -> int:
             node, "checkpoint_every", 1000, "steps between checkpoints (0: only at the end)", low=0
         )
         resume = declare_str(node, "resume", "", "a run folder to go on with, from its latest checkpoint")
+        record = declare_bool(
+            node,
+            "record",
+            True,
+            "record the run in run.mcap (ros2 bag's MCAP layout): steps, answers, timing, agent status, joint "
+            "states and the commands sent to the controller",
+        )
+        record_joint_states_every = declare_int(
+            node,
+            "record_joint_states_every",
+            1,
+            "record one in this many /joint_states messages (30 Hz on the robot and the mock; 0: none)",
+            low=0,
+        )
         evaluate = declare_str(
             node, "evaluate", "", "a trained model.zip to evaluate over eval_episodes instead of training"
         )
@@ -252,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         env, train_env, closing = cast(PandaReachEnv, vec_env.envs[0]), VecMonitor(vec_env), vec_env
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
+    recorder = (
+        start_recording(run_dir, rl_node.node, clients_of(closing, client), namespaces, record_joint_states_every)
+        if record
+        else None
+    )
     try:
         if evaluate:
             from stable_baselines3 import SAC, TD3
@@ -341,8 +364,40 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         closing.close()
+        if recorder is not None:
+            recorder.close()
         rl_node.close()
     return 0
+
+
+def clients_of(closing: Any, client: RLClient) -> list[RLClient]:
+    """Every agent's client: a VecEnv's, or the one env's."""
+    return list(getattr(closing, "clients", [client]))
+
+
+def start_recording(
+    run_dir: Path, node: Node, clients: list[RLClient], namespaces: list[str], joint_states_every: int
+) -> RunRecorder:
+    """run.mcap (run.N.mcap for a resumed run): each agent's traffic, and each robot's joint
+    states (one in ``joint_states_every``) and the trajectories its agent sends."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from spin_decoupler_ros.rl.recording import RunRecorder, next_recording_path
+
+    recorder = RunRecorder(next_recording_path(run_dir))
+    for agent_client in clients:
+        agent_client.channel.record_to(recorder)
+    commands_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+    for namespace in namespaces:
+        remaps = robot_remaps(namespace)
+        if joint_states_every:
+            topic = remaps.get("/joint_states", "/joint_states")
+            recorder.record_topic(node, topic, "sensor_msgs/msg/JointState", every=joint_states_every)
+        commands = "/joint_trajectory_controller/joint_trajectory"
+        recorder.record_topic(
+            node, remaps.get(commands, commands), "trajectory_msgs/msg/JointTrajectory", qos=commands_qos
+        )
+    return recorder
 
 
 if __name__ == "__main__":

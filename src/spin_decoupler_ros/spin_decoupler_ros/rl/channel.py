@@ -25,8 +25,8 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from spin_decoupler_msgs.action import Episode
-from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
-from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
+from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
+from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, TIMING_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
     float64_field,
@@ -47,6 +47,7 @@ from spin_decoupler_ros.core.errors import (
 from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample, ns_to_seconds, seconds_to_ns
+from spin_decoupler_ros.rl.recording import RunRecorder
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,24 @@ class AgentChannel:
         self._error: Exception | None = None
         self._finishing = False
         self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
+        self._recorder: RunRecorder | None = None
+        self._timing_sub: Any = None
+
+    def record_to(self, recorder: RunRecorder) -> None:
+        """Record this channel's traffic (commands, answers, timing, status) with ``recorder``."""
+        self._recorder = recorder
+        self._timing_sub = self.node.create_subscription(
+            StepTiming,
+            join_name(self.namespace, "step_timing"),
+            lambda msg: recorder.write(self._timing_sub.topic_name, msg),
+            TIMING_QOS,
+        )
+        if self.status is not None:
+            recorder.write(self._status_sub.topic_name, self.status)
+
+    def _record_command(self, msg: StepCommand) -> None:
+        if self._recorder is not None:
+            self._recorder.write(self._command_pub.topic_name, msg)
 
     # -- discovery ----------------------------------------------------------------------
 
@@ -161,6 +180,8 @@ class AgentChannel:
         self.spec = ActionSpec(np.asarray(msg.action_low), np.asarray(msg.action_high), clip=msg.clip_actions)
 
     def _on_status(self, msg: AgentStatus) -> None:
+        if self._recorder is not None:
+            self._recorder.write(self._status_sub.topic_name, msg)
         self.status = msg
 
     @property
@@ -226,6 +247,7 @@ class AgentChannel:
         self._pending = _Pending(self._seq, now)
         self._waiting = _Waiting.STEP
         self._command_pub.publish(msg)
+        self._record_command(msg)
 
     def send_finish(self) -> Future | None:
         """Tell the agent the experiment is over; return the episode's result future, if any."""
@@ -237,6 +259,7 @@ class AgentChannel:
         self._sign(msg, np.zeros(0))
         self._finishing = True
         self._command_pub.publish(msg)
+        self._record_command(msg)
         result, self._result_future = self._result_future, None
         self._episode_uuid = None
         self._waiting = _Waiting.NOTHING
@@ -322,6 +345,8 @@ class AgentChannel:
         if goal_uuid != self._episode_uuid or self._pending is None:
             return  # an older episode's, or nothing asked
         result = feedback_msg.feedback.step
+        if self._recorder is not None:
+            self._recorder.write(self._command_pub.topic_name.rsplit("/", 1)[0] + "/step_result", result)
         if result.seq != self._pending.seq:
             return  # late answer to a step we gave up on
         if result.error:
@@ -397,3 +422,5 @@ class AgentChannel:
         self.node.destroy_publisher(self._command_pub)
         self.node.destroy_subscription(self._description_sub)
         self.node.destroy_subscription(self._status_sub)
+        if self._timing_sub is not None:
+            self.node.destroy_subscription(self._timing_sub)

@@ -1,0 +1,205 @@
+"""Every run is a recording: what crosses between the learner and its agents, and
+chosen robot topics, in ``run.mcap`` in the run folder.
+
+The file follows ros2 bag's MCAP storage layout: profile ``ros2``, CDR messages (the
+bytes DDS carries, serialized by rclpy), and ``ros2msg`` schemas holding each type's
+complete definition (rosbag2's docs/message_definition_encoding.md), so ``ros2 bag
+info``/``play``, Foxglove and PlotJuggler open it. The ``mcap`` package writes it.
+
+Topics: ``<agent>/step_command`` (StepCommand, as sent), ``<agent>/step_result`` (the
+StepResult of each Episode feedback), ``<agent>/step_timing`` (StepTiming),
+``<agent>/status`` (AgentStatus), and any topic given to ``record_topic`` (e.g. the
+joint states, one in ``every``, and the trajectories sent to the controller).
+
+A run killed mid-write keeps what reached the disk: the file then lacks its summary,
+and ``mcap recover`` (or a non-seeking reader) reads it. A resumed run writes the next
+file, ``run.2.mcap``, beside it. Test: ``test/integration/test_recording.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the schema functions work without rclpy (unit-tested so)
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile
+
+SCHEMA_SEPARATOR = "=" * 80
+PRIMITIVE_TYPES = frozenset(
+    [
+        "bool",
+        "byte",
+        "char",
+        "float32",
+        "float64",
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "string",
+        "wstring",
+    ]
+)
+_FIELD_TYPE = re.compile(r"^\s*([A-Za-z][\w/]*)")
+
+
+def type_name_of(message_class: type) -> str:
+    """``pkg/msg/Type`` of a generated rclpy message class."""
+    package = message_class.__module__.split(".")[0]
+    return f"{package}/msg/{message_class.__name__}"
+
+
+def message_class(type_name: str) -> type:
+    """The rclpy message class of ``pkg/msg/Type`` (or ``pkg/Type``)."""
+    package, *_, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)  # type: ignore[no-any-return]
+
+
+def _msg_file(type_name: str) -> Path:
+    from ament_index_python.packages import get_package_share_directory
+
+    package, *_, name = type_name.split("/")
+    return Path(get_package_share_directory(package)) / "msg" / f"{name}.msg"
+
+
+def used_types(definition: str, package: str) -> list[str]:
+    """The message types a .msg text's fields use, as ``pkg/msg/Type``, in order."""
+    used: list[str] = []
+    for line in definition.splitlines():
+        line = line.split("#", 1)[0]
+        match = _FIELD_TYPE.match(line)
+        if not match:
+            continue  # blank or a comment (constants have primitive types: skipped below)
+        base = match.group(1)  # "pkg/Type", "Type" or a primitive; bounds and arrays follow it
+        if base in PRIMITIVE_TYPES:
+            continue
+        pkg, _, name = base.rpartition("/")
+        full = f"{pkg or package}/msg/{name}" if "/msg/" not in base else base
+        if full not in used:
+            used.append(full)
+    return used
+
+
+def message_definition(type_name: str, read: Callable[[str], str] | None = None) -> str:
+    """The complete ``ros2msg`` definition of ``pkg/msg/Type``: its .msg text, then each type
+    it uses, at any depth, once, after a line of 80 '=' and ``MSG: pkg/msg/Type``."""
+    read = read or (lambda name: _msg_file(name).read_text())
+    texts: dict[str, str] = {}
+    pending = [type_name]
+    while pending:
+        name = pending.pop(0)
+        if name in texts:
+            continue
+        texts[name] = read(name)
+        pending.extend(used_types(texts[name], name.split("/")[0]))
+    parts = [texts.pop(type_name).rstrip("\n")]
+    parts += [f"{SCHEMA_SEPARATOR}\nMSG: {name}\n{text.rstrip(chr(10))}" for name, text in texts.items()]
+    return "\n".join(parts) + "\n"
+
+
+def next_recording_path(run_dir: Path) -> Path:
+    """``run.mcap``, or for a run that already has one (a resumed run) the next ``run.N.mcap``."""
+    path = run_dir / "run.mcap"
+    index = 2
+    while path.exists():
+        path = run_dir / f"run.{index}.mcap"
+        index += 1
+    return path
+
+
+class RunRecorder:
+    """Writes serialized messages to one MCAP file; safe to call from executor callbacks."""
+
+    def __init__(self, path: Path) -> None:
+        from mcap.writer import CompressionType, Writer
+
+        self.path = path
+        self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
+        # Chunks of 256 kB: a killed run loses at most the last one.
+        self._writer = Writer(self._file, chunk_size=256 * 1024, compression=CompressionType.ZSTD)
+        self._writer.start(profile="ros2", library="spin_decoupler")
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[str, int] = {}
+        self._sequence: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._subscriptions: list[Any] = []
+        self.messages = 0
+        self.closed = False
+
+    def _channel(self, topic: str, type_name: str) -> int:
+        channel = self._channels.get(topic)
+        if channel is None:
+            schema = self._schemas.get(type_name)
+            if schema is None:
+                schema = self._writer.register_schema(type_name, "ros2msg", message_definition(type_name).encode())
+                self._schemas[type_name] = schema
+            channel = self._writer.register_channel(topic=topic, message_encoding="cdr", schema_id=schema)
+            self._channels[topic] = channel
+            self._sequence[topic] = 0
+        return channel
+
+    def write_serialized(self, topic: str, type_name: str, data: bytes, log_time_ns: int | None = None) -> None:
+        """Record CDR bytes of ``type_name`` on ``topic`` at ``log_time_ns`` (now: wall clock, as ros2 bag)."""
+        stamp = time.time_ns() if log_time_ns is None else log_time_ns
+        with self._lock:
+            if self.closed:
+                return
+            channel = self._channel(topic, type_name)
+            self._sequence[topic] += 1
+            self._writer.add_message(
+                channel_id=channel, log_time=stamp, publish_time=stamp, data=data, sequence=self._sequence[topic]
+            )
+            self.messages += 1
+
+    def write(self, topic: str, message: Any, log_time_ns: int | None = None) -> None:
+        """Record an rclpy message on ``topic``."""
+        from rclpy.serialization import serialize_message
+
+        self.write_serialized(topic, type_name_of(type(message)), serialize_message(message), log_time_ns)
+
+    def record_topic(
+        self, node: Node, topic: str, type_name: str, every: int = 1, qos: QoSProfile | None = None
+    ) -> None:
+        """Subscribe ``node`` to ``topic`` without deserializing and record one message in ``every``
+        (best effort by default, which matches any publisher)."""
+        from rclpy.qos import qos_profile_sensor_data
+
+        if every < 1:
+            raise ValueError(f"record every {every}th message of {topic}: must be at least 1")
+        counter = [0]
+
+        def on_message(data: bytes) -> None:
+            counter[0] += 1
+            if (counter[0] - 1) % every == 0:
+                self.write_serialized(topic, type_name, data)
+
+        self._subscriptions.append(
+            (
+                node,
+                node.create_subscription(
+                    message_class(type_name), topic, on_message, qos or qos_profile_sensor_data, raw=True
+                ),
+            )
+        )
+
+    def close(self) -> None:
+        """Stop recording and write the file's summary (a file ros2 bag can index)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            for node, subscription in self._subscriptions:
+                node.destroy_subscription(subscription)
+            self._subscriptions.clear()
+            self._writer.finish()
+            self._file.close()

@@ -1,0 +1,54 @@
+"""run.mcap's schemas: each type's complete ros2msg definition, as rosbag2 writes it
+(rosbag2 docs/message_definition_encoding.md), without rclpy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spin_decoupler_ros.rl.recording import SCHEMA_SEPARATOR, message_definition, next_recording_path, used_types
+
+DEFINITIONS = {
+    "demo_msgs/msg/Outer": (
+        "# a comment naming other_msgs/Nothing\n"
+        "uint8 KIND_A=1\n"
+        "string<=16 name\n"
+        "Inner[] inners\n"
+        "builtin_interfaces/Time stamp\n"
+        "float64[3] xyz\n"
+        "other_msgs/Pair[<=4] pairs\n"
+    ),
+    "demo_msgs/msg/Inner": "builtin_interfaces/Duration wait\nint32 count 5\n",
+    "other_msgs/msg/Pair": "builtin_interfaces/Time a\nbuiltin_interfaces/Time b\n",
+    "builtin_interfaces/msg/Time": "int32 sec\nuint32 nanosec\n",
+    "builtin_interfaces/msg/Duration": "int32 sec\nuint32 nanosec\n",
+}
+
+
+def test_the_types_a_definition_uses_skip_primitives_constants_bounds_and_comments() -> None:
+    assert used_types(DEFINITIONS["demo_msgs/msg/Outer"], "demo_msgs") == [
+        "demo_msgs/msg/Inner",
+        "builtin_interfaces/msg/Time",
+        "other_msgs/msg/Pair",
+    ]
+
+
+def test_a_complete_definition_lists_every_type_used_at_any_depth_once() -> None:
+    text = message_definition("demo_msgs/msg/Outer", read=DEFINITIONS.__getitem__)
+    sections = text.split(SCHEMA_SEPARATOR + "\n")
+    assert sections[0] == DEFINITIONS["demo_msgs/msg/Outer"]
+    headers = [section.splitlines()[0] for section in sections[1:]]
+    assert headers == [
+        "MSG: demo_msgs/msg/Inner",
+        "MSG: builtin_interfaces/msg/Time",
+        "MSG: other_msgs/msg/Pair",
+        "MSG: builtin_interfaces/msg/Duration",
+    ]
+    assert sections[-1] == "MSG: builtin_interfaces/msg/Duration\n" + DEFINITIONS["builtin_interfaces/msg/Duration"]
+
+
+def test_a_resumed_run_records_to_the_next_file(tmp_path: Path) -> None:
+    assert next_recording_path(tmp_path) == tmp_path / "run.mcap"
+    (tmp_path / "run.mcap").touch()
+    assert next_recording_path(tmp_path) == tmp_path / "run.2.mcap"
+    (tmp_path / "run.2.mcap").touch()
+    assert next_recording_path(tmp_path) == tmp_path / "run.3.mcap"
