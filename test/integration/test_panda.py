@@ -437,6 +437,12 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
     assert results["timing_model"].startswith("replay:") and results["timing_model"].endswith(RECORDED_THINK_TIMES)
     assert_the_recording_holds_every_step_once_in_order(run_dir / "run.mcap", rows)
+    assert "tensorboard --logdir" in (run_dir / "README.md").read_text()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = run_dir.glob("tensorboard/SAC_1/events.out.tfevents.*")
+    tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    assert {"timing/lat_p50_ms", "timing/think_p99_ms", "timing/late_tick_percent", "rollout/ep_rew_mean"} <= set(tags)
 
 
 def assert_the_recording_holds_every_step_once_in_order(path: Path, rows: list[dict[str, str]]) -> None:

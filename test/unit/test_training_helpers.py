@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import time
+from pathlib import Path
 
 import gymnasium as gym
+import pytest
 from stable_baselines3 import SAC
 from stable_baselines3.common.callbacks import BaseCallback
 
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector
+from spin_decoupler_ros.rl.training import FreezeGarbageCollector, TimingScalarsCallback
 
 
 def test_full_collections_stay_short_while_training_and_the_freeze_ends_with_it() -> None:
@@ -33,3 +35,42 @@ def test_full_collections_stay_short_while_training_and_the_freeze_ends_with_it(
     assert all(frozen > 10_000 for frozen, _ in seen)
     assert max(duration for _, duration in seen[5:]) < unfrozen / 5, (seen, unfrozen)
     assert gc.get_freeze_count() == 0
+
+
+class _TimedPendulum(gym.Wrapper):  # type: ignore[type-arg]
+    """Pendulum whose info carries a decoupled step's timing: 100 ms actions, 30 ms think."""
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        info.update(lat=0.130, duration=0.100, clock_offset=0.002)
+        return observation, reward, terminated, truncated, info
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.watched = False
+        self.control_ticks = 1000
+        self.late_ticks = 5
+
+    def watch_timing(self) -> None:
+        self.watched = True
+
+
+def test_timing_scalars_reach_sb3s_logger(tmp_path: Path) -> None:
+    """Beside SB3's own scalars, in its TensorBoard file: LAT and think-time percentiles,
+    late ticks and the clock offset."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    channel = _Channel()
+    env = _TimedPendulum(gym.make("Pendulum-v1", max_episode_steps=50))
+    model = SAC("MlpPolicy", env, learning_starts=200, policy_kwargs={"net_arch": [8]}, tensorboard_log=str(tmp_path))
+    model.learn(total_timesteps=200, log_interval=1, callback=TimingScalarsCallback([channel], every=50))
+    assert channel.watched
+    (events,) = tmp_path.glob("SAC_1/events.out.tfevents.*")
+    scalars = EventAccumulator(str(events)).Reload()
+    last = {tag: scalars.Scalars(tag)[-1].value for tag in scalars.Tags()["scalars"]}
+    assert last["timing/lat_p50_ms"] == pytest.approx(130.0)
+    assert last["timing/think_p99_ms"] == pytest.approx(30.0)
+    assert last["timing/clock_offset_ms"] == pytest.approx(2.0)
+    assert last["timing/late_tick_percent"] == pytest.approx(0.5)
+    assert "rollout/ep_rew_mean" in last  # SB3's own, in the same file

@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         FreezeGarbageCollector,
         ProgressCallback,
         StepLogCallback,
+        TimingScalarsCallback,
         plot_lat_histogram,
         plot_learning_curve,
         write_results,
@@ -270,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         env, train_env, closing = cast(PandaReachEnv, vec_env.envs[0]), VecMonitor(vec_env), vec_env
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
+    if not (run_dir / "README.md").exists():
+        (run_dir / "README.md").write_text(RUN_FOLDER_README)
     recorder = (
         start_recording(run_dir, rl_node.node, clients_of(closing, client), namespaces, record_joint_states_every)
         if record
@@ -301,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             model._last_obs = None
             model.get_env().seed(seed + done_steps)  # new episodes, not the first ones again
             log.info(f"resuming {run_dir} from step {done_steps} ({checkpoint.path.name})")
+        model.tensorboard_log = tensorboard_folder(run_dir)  # (a loaded model keeps its own otherwise)
         steps = StepLogCallback(
             run_dir / "steps.csv",
             extra_fields=("distance", "is_success"),
@@ -318,7 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             model.learn(
                 total_timesteps=total_timesteps - done_steps,
-                callback=[steps, progress, checkpoints, FreezeGarbageCollector()],
+                callback=[
+                    steps,
+                    progress,
+                    checkpoints,
+                    TimingScalarsCallback([agent_client.channel for agent_client in clients_of(closing, client)]),
+                    FreezeGarbageCollector(),
+                ],
                 reset_num_timesteps=checkpoint is None,
             )
         except KeyboardInterrupt:  # a clean stop: keep what was learned
@@ -368,6 +378,27 @@ def main(argv: list[str] | None = None) -> int:
             recorder.close()
         rl_node.close()
     return 0
+
+
+RUN_FOLDER_README = """\
+# A Panda reach run
+
+- steps.csv, episodes.csv: every step's timing (LAT, ATO, durations) and reward; each episode
+- results.json: the evaluation; learning_curve.png, lat_histogram.png
+- model.zip: the trained policy (./ws main --evaluate model.zip evaluates it again)
+- checkpoints/: resume with ./ws main --resume <this folder> (launch: resume:=<this folder>)
+- run.mcap (run.N.mcap after a resume): the run's messages, ros2 bag's MCAP layout:
+  ros2 bag info run.mcap, ros2 bag play run.mcap, or open it in Foxglove or PlotJuggler
+- tensorboard/: SB3's scalars and the timing ones (timing/*): tensorboard --logdir tensorboard
+- *.log: each node's log
+"""
+
+
+def tensorboard_folder(run_dir: Path) -> str | None:
+    """Where SB3 writes TensorBoard scalars: ``<run>/tensorboard``, where tensorboard is installed."""
+    import importlib.util
+
+    return str(run_dir / "tensorboard") if importlib.util.find_spec("tensorboard") else None
 
 
 def clients_of(closing: Any, client: RLClient) -> list[RLClient]:

@@ -145,16 +145,26 @@ class AgentChannel:
         self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
         self._recorder: RunRecorder | None = None
         self._timing_sub: Any = None
+        self.control_ticks = 0  # totals of the agent's StepTiming, once watch_timing() ran
+        self.late_ticks = 0
+
+    def watch_timing(self) -> None:
+        """Follow the agent's ``step_timing`` (control and late ticks per step)."""
+        if self._timing_sub is None:
+            self._timing_sub = self.node.create_subscription(
+                StepTiming, join_name(self.namespace, "step_timing"), self._on_timing, TIMING_QOS
+            )
+
+    def _on_timing(self, msg: StepTiming) -> None:
+        self.control_ticks += msg.control_ticks
+        self.late_ticks += msg.late_ticks
+        if self._recorder is not None:
+            self._recorder.write(self._timing_sub.topic_name, msg)
 
     def record_to(self, recorder: RunRecorder) -> None:
         """Record this channel's traffic (commands, answers, timing, status) with ``recorder``."""
         self._recorder = recorder
-        self._timing_sub = self.node.create_subscription(
-            StepTiming,
-            join_name(self.namespace, "step_timing"),
-            lambda msg: recorder.write(self._timing_sub.topic_name, msg),
-            TIMING_QOS,
-        )
+        self.watch_timing()
         if self.status is not None:
             recorder.write(self._status_sub.topic_name, self.status)
 

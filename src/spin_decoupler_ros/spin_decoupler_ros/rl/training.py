@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -131,6 +132,66 @@ class StepLogCallback(BaseCallback):
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class TimingScalarsCallback(BaseCallback):
+    """Timing beside SB3's own scalars (TensorBoard, when SB3 writes there): LAT and think
+    time percentiles over the last ``window`` steps, the agents' late control ticks, and
+    the clock offset, recorded every ``every`` steps under ``timing/``. SB3 logs the
+    success rate itself (``rollout/success_rate``) from ``info["is_success"]``.
+
+    Think time is LAT less the previous action's executed duration: how long the
+    action ran on past its observation while the learner chose the next.
+    Test: ``test_training_helpers.py::test_timing_scalars_reach_sb3s_logger``."""
+
+    def __init__(self, channels: list[Any], every: int = 100, window: int = 1000) -> None:
+        super().__init__()
+        self.channels = channels  # AgentChannel of each agent (late ticks)
+        self.every = every
+        self.lats: deque[float] = deque(maxlen=window)
+        self.thinks: deque[float] = deque(maxlen=window)
+        self._previous_duration: dict[int, float] = {}
+        self._next = every
+
+    def _on_training_start(self) -> None:
+        for channel in self.channels:
+            channel.watch_timing()
+        self._next = (self.model.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos", [])
+        dones = self.locals.get("dones", [])
+        for i, info in enumerate(infos):
+            if "lat" not in info:
+                continue
+            lat = float(info["lat"])
+            self.lats.append(lat)
+            previous = self._previous_duration.get(i)
+            if previous is not None:
+                self.thinks.append(max(lat - previous, 0.0))
+            done = bool(dones[i]) if len(dones) > i else False
+            if done:
+                self._previous_duration.pop(i, None)  # the next LAT follows a reset
+            else:
+                self._previous_duration[i] = float(info.get("duration", 0.0))
+            offset = info.get("clock_offset")
+            if offset is not None:
+                self.logger.record("timing/clock_offset_ms", 1e3 * float(offset))
+        if self.num_timesteps >= self._next:
+            self._next = (self.num_timesteps // self.every + 1) * self.every
+            self._record()
+        return True
+
+    def _record(self) -> None:
+        for name, values in (("lat", self.lats), ("think", self.thinks)):
+            if values:
+                p50, p99 = np.percentile(np.fromiter(values, float), [50, 99]) * 1e3
+                self.logger.record(f"timing/{name}_p50_ms", float(p50))
+                self.logger.record(f"timing/{name}_p99_ms", float(p99))
+        ticks = sum(channel.control_ticks for channel in self.channels)
+        if ticks:
+            self.logger.record("timing/late_ticks", sum(channel.late_ticks for channel in self.channels))
+            self.logger.record("timing/late_tick_percent", 100.0 * sum(c.late_ticks for c in self.channels) / ticks)
 
 
 class FreezeGarbageCollector(BaseCallback):
