@@ -12,12 +12,16 @@
     does while its action runs: on this VM a process that idled 10 ms wakes 3-5x
     slower than a hot one (0.09 vs 0.5 ms a hop), so only the idle-matched ping-pong
     compares like with like. The back-to-back figure is reported too.
-Steps and ping-pongs alternate in blocks so machine noise hits both alike.
+(c) the same steps to a second echo agent whose client records everything it sends and
+    receives to an MCAP file (rl/recording.py, as the Panda trainer's run.mcap):
+    ``with_recording_ms``, and what recording adds, as a share of the step's wall time
+    and of the decoupler's overhead.
+Steps (plain, recorded) and ping-pongs alternate in blocks so machine noise hits all alike.
 
     ./ws bench step_overhead [--steps 2000]
 
-Writes bench/results/step_overhead.json. Target: median overhead <= 1.5x the
-ping-pong median, overhead p99 <= 3 ms.
+Writes bench/results/step_overhead.json. Targets: median overhead <= 1.5x the
+ping-pong median, overhead p99 <= 3 ms; recording adds < 5% to a step's median wall time.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def main() -> int:
     from std_msgs.msg import Float64MultiArray
 
     from spin_decoupler_ros.rl import RLClient
+    from spin_decoupler_ros.rl.recording import RunRecorder
     from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
     logs = Path("log/bench")
@@ -63,10 +68,23 @@ def main() -> int:
                 log_path=logs / "step_overhead_agent.log",
             )
         )
+        recorded_agent = group.start(
+            NodeProcess(
+                "bench.echo_agent",
+                ros_args(namespace="/recorded", params={"rl_timestep": DURATION, "control_rate": CONTROL_RATE}),
+                log_path=logs / "step_overhead_recorded_agent.log",
+            )
+        )
         pong = group.start(NodeProcess("bench.pong_node", log_path=logs / "step_overhead_pong.log"))
         assert agent.wait_for_log("agent ready", 30) and pong.wait_for_log("pong ready", 30)
+        assert recorded_agent.wait_for_log("agent ready", 30)
 
         client = RLClient(connect_timeout=20)
+        recorded_client = RLClient("/recorded", connect_timeout=20)
+        recording = logs / "step_overhead.mcap"
+        recording.unlink(missing_ok=True)
+        recorder = RunRecorder(recording)
+        recorded_client.channel.record_to(recorder)
         rclpy.init()
         ping_node = Node("ping")
         answered: list[float] = []
@@ -90,18 +108,22 @@ def main() -> int:
                 executor.spin_once(timeout_sec=1.0)
             return answered[0] - start
 
-        def decoupled_step() -> tuple[float, float]:
+        def decoupled_step(stepping: RLClient = client) -> tuple[float, float]:
             start = time.perf_counter()
-            answer = client.step(action, DURATION)
+            answer = stepping.step(action, DURATION)
             elapsed = time.perf_counter() - start
             return elapsed - answer.duration, elapsed - DURATION
 
         client.reset()
+        recorded_client.reset()
         for _ in range(args.warmup):
             decoupled_step()
+            decoupled_step(recorded_client)
             ping_pong(DURATION)
         overhead: list[float] = []
         overhead_requested: list[float] = []
+        recorded: list[float] = []
+        recorded_requested: list[float] = []
         pingpong: list[float] = []
         pingpong_hot: list[float] = []
         while len(overhead) < args.steps:
@@ -109,14 +131,29 @@ def main() -> int:
                 executed, requested = decoupled_step()
                 overhead.append(executed)
                 overhead_requested.append(requested)
+            for _ in range(args.block):
+                executed, requested = decoupled_step(recorded_client)
+                recorded.append(executed)
+                recorded_requested.append(requested)
             pingpong += [ping_pong(DURATION) for _ in range(args.block)]
             pingpong_hot += [ping_pong(0.0) for _ in range(args.block // 4)]
         client.close()
+        recorded_client.close()
+        recorder.close()
+        recorded_messages = recorder.messages
         ping_node.destroy_node()
         rclpy.try_shutdown()
 
+    added = float(np.median(recorded_requested) - np.median(overhead_requested))
     result: dict[str, Any] = {
         "overhead_ms": summary_ms(overhead),
+        "with_recording_ms": summary_ms(recorded),
+        "recording": {
+            "added_median_ms": round(added * 1e3, 4),
+            "added_share_of_step_wall_time": round(added / float(np.median(overhead_requested) + DURATION), 4),
+            "added_share_of_overhead": round(added / float(np.median(overhead)), 4),
+            "messages_recorded": recorded_messages,
+        },
         "pingpong_ms": summary_ms(pingpong),
         "ratio_median": round(float(np.median(overhead) / np.median(pingpong)), 3),
         "overhead_vs_requested_ms": summary_ms(overhead_requested),
@@ -129,11 +166,13 @@ def main() -> int:
             "executor": "SingleThreadedExecutor on both sides",
             "pingpong_idle_before_each_s": DURATION,
         },
-        "targets": {"ratio_median_max": 1.5, "overhead_p99_ms_max": 3.0},
+        "targets": {"ratio_median_max": 1.5, "overhead_p99_ms_max": 3.0, "recording_added_share_max": 0.05},
     }
     print(
         f"overhead median {result['overhead_ms']['median']} ms p99 {result['overhead_ms']['p99']} ms; "
-        f"ping-pong median {result['pingpong_ms']['median']} ms; ratio {result['ratio_median']}"
+        f"ping-pong median {result['pingpong_ms']['median']} ms; ratio {result['ratio_median']}; "
+        f"recording adds {result['recording']['added_median_ms']} ms "
+        f"({100 * result['recording']['added_share_of_step_wall_time']:.2f}% of a step)"
     )
     write_result("step_overhead", result)
     return 0

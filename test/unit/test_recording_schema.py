@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spin_decoupler_ros.rl.recording import SCHEMA_SEPARATOR, message_definition, next_recording_path, used_types
 
 DEFINITIONS = {
@@ -52,3 +54,28 @@ def test_a_resumed_run_records_to_the_next_file(tmp_path: Path) -> None:
     assert next_recording_path(tmp_path) == tmp_path / "run.2.mcap"
     (tmp_path / "run.2.mcap").touch()
     assert next_recording_path(tmp_path) == tmp_path / "run.3.mcap"
+
+
+def test_a_recording_cut_short_by_a_kill_reads_up_to_its_last_whole_chunk(tmp_path: Path) -> None:
+    """A killed trainer never finishes its file: what reached the disk stays readable."""
+    import shutil
+
+    from mcap.exceptions import EndOfFile
+    from mcap.reader import NonSeekingReader
+    from mcap_ros2.decoder import DecoderFactory
+
+    from spin_decoupler_msgs.msg import StepResult
+    from spin_decoupler_ros.rl.recording import RunRecorder
+
+    recorder = RunRecorder(tmp_path / "run.mcap")
+    for seq in range(1, 5001):
+        recorder.write("/step_result", StepResult(seq=seq, observation=[float(seq)] * 23))
+    recorder._file.flush()  # what a kill leaves: the whole chunks written so far, no summary
+    shutil.copy(tmp_path / "run.mcap", tmp_path / "killed.mcap")
+    recorder.close()
+    seqs = []
+    with open(tmp_path / "killed.mcap", "rb") as file, pytest.raises(EndOfFile):
+        reader = NonSeekingReader(file, decoder_factories=[DecoderFactory()])
+        for _, _, _, decoded in reader.iter_decoded_messages(log_time_order=False):
+            seqs.append(decoded.seq)
+    assert 2000 < len(seqs) < 5000 and seqs == list(range(1, len(seqs) + 1))

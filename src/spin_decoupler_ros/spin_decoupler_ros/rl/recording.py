@@ -11,9 +11,13 @@ StepResult of each Episode feedback), ``<agent>/step_timing`` (StepTiming),
 ``<agent>/status`` (AgentStatus), and any topic given to ``record_topic`` (e.g. the
 joint states, one in ``every``, and the trajectories sent to the controller).
 
-A run killed mid-write keeps what reached the disk: the file then lacks its summary,
-and ``mcap recover`` (or a non-seeking reader) reads it. A resumed run writes the next
-file, ``run.2.mcap``, beside it. Test: ``test/integration/test_recording.py``.
+A resumed run writes the next file, ``run.2.mcap``, beside the first. A run killed
+mid-write keeps what reached the disk, all but the chunk being filled; the file then
+lacks its summary, and a non-seeking reader reads it.
+
+Tests: ``test_recording_schema.py`` (schemas, a file cut short by a kill), and
+``test_panda.py::test_short_training_run_starts_the_mock_set_and_writes_its_artifacts``
+(a real run read back: every step once, in order).
 """
 
 from __future__ import annotations
