@@ -19,6 +19,7 @@ launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launc
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+from process_exits import Exits, all_exited_cleanly, noting_exits  # noqa: E402
 
 LAUNCH_DIR = Path(__file__).resolve().parents[2] / "launch"
 
@@ -28,7 +29,12 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-def example_launch(example: str, total_timesteps: int, run_dir: Path) -> LaunchDescription:
+@pytest.fixture
+def exits() -> Exits:
+    return []
+
+
+def example_launch(example: str, total_timesteps: int, run_dir: Path, exits: Exits) -> LaunchDescription:
     isolation = [SetEnvironmentVariable(k, v) for k, v in isolated_ros_environment().items()]
     return LaunchDescription(
         [
@@ -37,6 +43,7 @@ def example_launch(example: str, total_timesteps: int, run_dir: Path) -> LaunchD
                 PythonLaunchDescriptionSource(str(LAUNCH_DIR / f"{example}.launch.py")),
                 launch_arguments={"total_timesteps": str(total_timesteps), "run_dir": str(run_dir)}.items(),
             ),
+            noting_exits(exits),
             launch_pytest.actions.ReadyToTest(),
         ]
     )
@@ -50,17 +57,17 @@ def wait_for(path: Path, timeout: float) -> bool:
 
 
 @launch_pytest.fixture
-def plant_launch(run_dir: Path) -> LaunchDescription:
-    return example_launch("first_order_plant", 400, run_dir)
+def plant_launch(run_dir: Path, exits: Exits) -> LaunchDescription:
+    return example_launch("first_order_plant", 400, run_dir, exits)
 
 
 @launch_pytest.fixture
-def lander_launch(run_dir: Path) -> LaunchDescription:
-    return example_launch("lunar_lander", 1024, run_dir)
+def lander_launch(run_dir: Path, exits: Exits) -> LaunchDescription:
+    return example_launch("lunar_lander", 1024, run_dir, exits)
 
 
 @pytest.mark.launch(fixture=plant_launch)
-def test_launch_trains_and_reports_tracking_error(run_dir: Path):  # type: ignore[no-untyped-def]
+def test_launch_trains_and_reports_tracking_error(run_dir: Path, exits: Exits):  # type: ignore[no-untyped-def]
     results = run_dir / "results.json"
     assert wait_for(results, 240), "the trainer never wrote its results"
     yield
@@ -68,13 +75,15 @@ def test_launch_trains_and_reports_tracking_error(run_dir: Path):  # type: ignor
     figures = json.loads(results.read_text())
     assert figures["total_timesteps"] == 400
     assert figures["mean_tracking_error"] < figures["zero_action_tracking_error"]
+    assert all_exited_cleanly(exits, 2), exits  # the trainer, then the agent
 
 
 @pytest.mark.launch(fixture=lander_launch)
-def test_lunar_lander_launch_trains_and_reports_the_mean_return(run_dir: Path):  # type: ignore[no-untyped-def]
+def test_lunar_lander_launch_trains_and_reports_the_mean_return(run_dir: Path, exits: Exits):  # type: ignore[no-untyped-def]
     results = run_dir / "results.json"
     assert wait_for(results, 240), "the trainer never wrote its results"
     yield
     figures = json.loads(results.read_text())
     assert figures["total_timesteps"] == 1024 and figures["eval_episodes"] == 10
     assert -1000.0 < figures["mean_return"] < 400.0
+    assert all_exited_cleanly(exits, 2), exits

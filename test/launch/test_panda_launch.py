@@ -1,4 +1,6 @@
-"""launch/panda_*.launch.py: the mock/real switch selects the right nodes.
+"""launch/panda_*.launch.py: the mock/real switch selects the right nodes, each robot
+gets its namespace, and every process exits cleanly when launch shuts down. Public
+launch and launch_pytest APIs only.
 
 Skipped where ROS 2 launch is not installed; test/integration/test_panda.py checks the
 same switch without launch (the main job's process set, and its refusal to drive a real
@@ -11,6 +13,7 @@ import importlib.util
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from helpers import isolated_ros_environment
@@ -18,9 +21,14 @@ from helpers import isolated_ros_environment
 launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launch_pytest) is not installed")
 
 from launch import LaunchContext, LaunchDescription  # noqa: E402
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, SetEnvironmentVariable  # noqa: E402
+from launch.actions import (  # noqa: E402
+    DeclareLaunchArgument,
+    IncludeLaunchDescription,
+    SetEnvironmentVariable,
+)
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_ros.actions import Node  # noqa: E402
+from process_exits import Exits, all_exited_cleanly, noting_exits  # noqa: E402
 
 LAUNCH = Path(__file__).resolve().parents[2] / "launch"
 
@@ -59,26 +67,6 @@ def test_switch_selects_mock_or_franka_bringup(mock: str) -> None:
     assert real_only and all(e.condition.evaluate(context) == (mock == "false") for e in real_only)
 
 
-def test_num_agents_starts_a_namespaced_mock_and_agent_per_robot() -> None:
-    from launch.utilities import perform_substitutions
-
-    module = load("panda_agent.launch.py")
-    context = context_with(num_agents="3")
-
-    def text(value: object) -> str:
-        return value if isinstance(value, str) else perform_substitutions(context, value)  # type: ignore[arg-type]
-
-    placed = []
-    for node in module._nodes(context):
-        namespace = text(node._Node__node_namespace)
-        placed.append((str(node.node_executable), namespace))
-        remapped = {text(src): text(dst) for src, dst in node._Node__remappings}
-        # Every robot topic, and the mock's clock, under the robot's namespace.
-        assert remapped["/clock"] == f"{namespace}/clock"
-        assert remapped["/joint_states"] == f"{namespace}/joint_states"
-    assert sorted(placed) == sorted((exe, f"/panda{i}") for i in range(3) for exe in ("mock_hardware", "panda_agent"))
-
-
 def test_several_agents_need_mock_hardware() -> None:
     module = load("panda_agent.launch.py")
     with pytest.raises(RuntimeError, match="num_agents > 1 needs use_mock_hardware:=true"):
@@ -91,20 +79,86 @@ def test_real_hardware_needs_a_robot_ip() -> None:
         module._require_robot_ip(context_with(use_mock_hardware="false"))
 
 
-@launch_pytest.fixture
-def mock_pipeline() -> LaunchDescription:
+def test_real_hardware_without_franka_ros2_names_the_release_to_install() -> None:
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    try:
+        get_package_share_directory("franka_bringup")
+        pytest.skip("franka_bringup is installed here")
+    except PackageNotFoundError:
+        pass
+    module = load("panda_agent.launch.py")
+    with pytest.raises(ParameterError, match=r"'franka_bringup' from franka_ros2 v0\.1\.0"):
+        module._require_robot_ip(context_with(use_mock_hardware="false", robot_ip="172.16.0.2"))
+
+
+def agent_side(exits: Exits, **arguments: str) -> LaunchDescription:
+    """panda_agent.launch.py with ``arguments``, in a domain of its own, noting how each process exits."""
     isolation = [SetEnvironmentVariable(k, v) for k, v in isolated_ros_environment().items()]
     return LaunchDescription(
         [
             *isolation,
-            IncludeLaunchDescription(PythonLaunchDescriptionSource(str(LAUNCH / "panda_agent.launch.py"))),
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(LAUNCH / "panda_agent.launch.py")),
+                launch_arguments=arguments.items(),
+            ),
+            noting_exits(exits),
             launch_pytest.actions.ReadyToTest(),
         ]
     )
 
 
+@pytest.fixture
+def exits() -> Exits:
+    return []
+
+
+@launch_pytest.fixture
+def mock_pipeline(exits: Exits) -> LaunchDescription:
+    return agent_side(exits)
+
+
+@launch_pytest.fixture
+def three_mock_robots(exits: Exits) -> LaunchDescription:
+    return agent_side(exits, num_agents="3")
+
+
+def graph_reader() -> tuple[Any, Any]:
+    from rclpy.node import Node as RclpyNode
+
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    context = init_private_context()
+    return context, RclpyNode("graph_reader", context=context)
+
+
+@pytest.mark.launch(fixture=three_mock_robots)
+def test_num_agents_starts_a_namespaced_mock_and_agent_per_robot(exits: Exits):  # type: ignore[no-untyped-def]
+    """Each robot's mock and agent in /panda<i>, with every robot topic and the mock's clock there."""
+    context, node = graph_reader()
+    try:
+        expected = {(name, f"/panda{i}") for i in range(3) for name in ("mock_hardware", "panda_agent")}
+        deadline = time.monotonic() + 90
+        while not expected <= set(node.get_node_names_and_namespaces()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert expected <= set(node.get_node_names_and_namespaces())
+        deadline = time.monotonic() + 30
+        wanted = {f"/panda{i}/{topic}" for i in range(3) for topic in ("clock", "joint_states", "franka/joint_states")}
+        while not wanted <= {name for name, _ in node.get_topic_names_and_types()} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert wanted <= {name for name, _ in node.get_topic_names_and_types()}
+        assert node.count_publishers("/clock") == 0  # no mock left on the root's clock
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    yield
+    assert all_exited_cleanly(exits, 6), exits
+
+
 @pytest.mark.launch(fixture=mock_pipeline)
-def test_mock_agent_side_comes_up_and_serves_an_episode() -> None:
+def test_mock_agent_side_comes_up_and_serves_an_episode(exits: Exits):  # type: ignore[no-untyped-def]
     from spin_decoupler_ros.rl import RLClient
 
     deadline = time.monotonic() + 60
@@ -120,3 +174,6 @@ def test_mock_agent_side_comes_up_and_serves_an_episode() -> None:
         assert {"mock_hardware", "panda_agent"} <= names
         assert client.reset(seed=0).observation.shape == (17,)
         assert client.step([0.0, 0.0, 0.0]).seq == 1
+    yield
+    # After launch shut them down: every process stopped cleanly.
+    assert all_exited_cleanly(exits, 2), exits
