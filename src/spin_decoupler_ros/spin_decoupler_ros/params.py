@@ -104,6 +104,8 @@ def declare_str(
     read_only: bool = True,
 ) -> str:
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    if choices:
+        descriptor.additional_constraints = f"one of: {', '.join(choices)}"
     value = str(_declare(node, name, str(default), descriptor, "a string"))
     if choices and value not in choices:
         raise ParameterError(f"parameter '{name}' = '{value}' is not one of {', '.join(choices)}: {description}")
