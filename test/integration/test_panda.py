@@ -462,27 +462,27 @@ def assert_the_recording_holds_every_step_once_in_order(path: Path, rows: list[d
             by_topic.setdefault(channel.topic, []).append(decoded)
             schemas[channel.topic] = schema.name if schema else ""
     assert schemas == {
-        "/step_command": "spin_decoupler_msgs/msg/StepCommand",
-        "/step_result": "spin_decoupler_msgs/msg/StepResult",
-        "/step_timing": "spin_decoupler_msgs/msg/StepTiming",
-        "/status": "spin_decoupler_msgs/msg/AgentStatus",
+        "/panda/step_command": "spin_decoupler_msgs/msg/StepCommand",
+        "/panda/step_result": "spin_decoupler_msgs/msg/StepResult",
+        "/panda/step_timing": "spin_decoupler_msgs/msg/StepTiming",
+        "/panda/status": "spin_decoupler_msgs/msg/AgentStatus",
         "/joint_states": "sensor_msgs/msg/JointState",
         "/joint_trajectory_controller/joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
     }, schemas
-    steps = [command for command in by_topic["/step_command"] if command.kind == StepCommand.STEP]
+    steps = [command for command in by_topic["/panda/step_command"] if command.kind == StepCommand.STEP]
     episodes: dict[bytes, list[int]] = {}
     for command in steps:
         episodes.setdefault(bytes(command.episode_id.uuid), []).append(command.seq)
     for seqs in episodes.values():
         assert seqs == list(range(1, len(seqs) + 1)), seqs  # once each, in order
-    answers = [answer.seq for answer in by_topic["/step_result"] if answer.seq > 0]
+    answers = [answer.seq for answer in by_topic["/panda/step_result"] if answer.seq > 0]
     assert answers == [command.seq for command in steps]  # one answer per command, in its order
     assert len(steps) >= len(rows)  # training, then the evaluation's steps
     recorded_lats = [
-        answer.lat.sec + answer.lat.nanosec * 1e-9 for answer in by_topic["/step_result"] if answer.seq > 0
+        answer.lat.sec + answer.lat.nanosec * 1e-9 for answer in by_topic["/panda/step_result"] if answer.seq > 0
     ]
     assert recorded_lats[: len(rows)] == pytest.approx([float(row["lat"]) for row in rows], abs=1e-6)
-    assert len(by_topic["/step_timing"]) >= len(rows) - 5  # best kept: the last ones may be in flight
+    assert len(by_topic["/panda/step_timing"]) >= len(rows) - 5  # best kept: the last ones may be in flight
     assert by_topic["/joint_states"] and by_topic["/joint_trajectory_controller/joint_trajectory"]
 
 

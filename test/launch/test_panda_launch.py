@@ -164,7 +164,7 @@ def test_mock_agent_side_comes_up_and_serves_an_episode(exits: Exits):  # type: 
     deadline = time.monotonic() + 60
     while True:
         try:
-            client = RLClient(connect_timeout=5)
+            client = RLClient("/panda", connect_timeout=5)  # one robot's agent: /panda
             break
         except Exception:
             if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from franka_agent.robots import default_timing_model, read_limit_violations, start_mock_robots
+from franka_agent.robots import default_timing_model, read_limit_violations, robot_namespaces, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer_params["num_agents"] = args.num_agents
     with ProcessGroup() as group:
         try:
-            namespaces = start_mock_robots(
+            agents = start_mock_robots(
                 group,
                 config,
                 args.num_agents,
@@ -178,9 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, ParameterError) as exc:
             print(exc, file=sys.stderr)
             return 1
+        # One agent: the trainer in its namespace (its client's names are relative); several:
+        # the trainer at the root, each client naming its agent's namespace.
         trainer = NodeProcess(
             "franka_agent.train",
-            ros_args(params_files=[config], params=trainer_params),
+            ros_args(
+                params_files=[config],
+                params=trainer_params,
+                namespace=agents[0] if args.num_agents == 1 else None,
+            ),
             label="panda_trainer",
         )
         group.start(trainer)
@@ -201,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         if code == 0 and results.exists():
             # What the mocks counted: every command checked against the Panda's limits.
             figures = json.loads(results.read_text())
-            violations = read_limit_violations(namespaces)
+            violations = read_limit_violations(robot_namespaces(args.num_agents))
             figures["mock_limit_violations"] = violations if len(violations) > 1 else next(iter(violations.values()))
             figures["timing_model"] = args.timing_model
             results.write_text(json.dumps(figures, indent=2) + "\n")

@@ -1,11 +1,13 @@
-"""Several Pandas on one ROS graph: each robot's topics under its own namespace.
+"""Pandas on a ROS graph: where each robot's topics and each agent live.
 
 franka_ros2 (and so the mock and the agent) use absolute names: ``/joint_states``,
 ``/franka/joint_states``, ``/joint_trajectory_controller/joint_trajectory``, and the
-simulated ``/clock``. For robot ``/panda1`` every one of those is remapped to
-``/panda1/...`` in both its mock (or driver) and its agent, and both nodes run in
-``/panda1``, where the RL side finds the agent's Episode action. One robot in the root
-namespace keeps franka_ros2's names unchanged.
+simulated ``/clock``. One robot keeps those names, and its agent and trainer live in
+``/panda`` (``SINGLE_AGENT_NAMESPACE``), so the decoupler's own names (``/panda/episode``,
+``/panda/status``, ...) cannot collide with other software's on a shared graph. For
+robot ``/panda1`` of several, every robot topic is remapped to ``/panda1/...`` in both
+its mock (or driver) and its agent, and both nodes run in ``/panda1``, where the RL side
+finds the agent's Episode action. Test: ``test_names.py``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ def require_real_robot_driver(package: str = "franka_bringup") -> None:
             f"of a Panda, and it is not installed in this ROS environment: build franka_ros2 v0.1.0 "
             f"into your workspace and source it, or run on the mock (use_mock_hardware:=true)"
         ) from None
+
+
+SINGLE_AGENT_NAMESPACE = "/panda"
+
+
+def agent_namespace(robot_namespace: str) -> str:
+    """Where the agent of the robot in ``robot_namespace`` runs: ``/panda`` for the one
+    robot that keeps franka_ros2's names, else the robot's own namespace."""
+    return robot_namespace.rstrip("/") or SINGLE_AGENT_NAMESPACE
 
 
 def robot_namespaces(count: int) -> list[str]:
@@ -112,7 +123,8 @@ def start_mock_robots(
     ready_timeout: float = 60.0,
 ) -> list[str]:
     """Start ``count`` (MuJoCo mock, Panda agent) pairs as processes, each robot in its
-    namespace, and wait until all run; return the namespaces. The agents run on the
+    namespace and its agent in ``agent_namespace`` of it, and wait until all run; return
+    the agents' namespaces (where the RL side finds them). The agents run on the
     mocks' simulated time unless ``agent_params`` sets ``use_sim_time`` false, under
     ``timing_model`` (``timing_model_overrides``). Raises RuntimeError with the log of a
     node that did not start."""
@@ -133,7 +145,7 @@ def start_mock_robots(
         agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
         agent = NodeProcess(
             "franka_agent.panda_agent_node",
-            ros_args(params=agent_overrides, **common),  # type: ignore[arg-type]
+            ros_args(params=agent_overrides, **{**common, "namespace": agent_namespace(namespace)}),  # type: ignore[arg-type]
             log_path=log_dir / f"panda_agent{suffix}.log",
             label=f"panda_agent{suffix}",
         )
@@ -141,7 +153,7 @@ def start_mock_robots(
     for process, text in started:
         if not process.wait_for_log(text, timeout=ready_timeout):
             raise RuntimeError(f"{process.name} did not start; its log:\n{process.log_text()}")
-    return namespaces
+    return [agent_namespace(namespace) for namespace in namespaces]
 
 
 def read_limit_violations(namespaces: Sequence[str], timeout: float = 10.0) -> dict[str, int | None]:

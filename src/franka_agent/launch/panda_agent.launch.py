@@ -4,7 +4,7 @@ panda_rl.launch.py wherever the learner runs (see README: two hosts).
 
     ros2 launch franka_agent panda_agent.launch.py                      # mock hardware
     ros2 launch franka_agent panda_agent.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
-    ros2 launch franka_agent panda_agent.launch.py start_state:=inactive  # ros2 lifecycle set /panda_agent activate
+    ros2 launch franka_agent panda_agent.launch.py start_state:=inactive  # ros2 lifecycle set /panda/panda_agent activate
 
 With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
 (franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
@@ -22,6 +22,7 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from franka_agent.robots import (
+    SINGLE_AGENT_NAMESPACE,
     mock_recovery,
     require_real_robot_driver,
     robot_namespaces,
@@ -113,7 +114,10 @@ def generate_launch_description() -> LaunchDescription:
                 description="parameters YAML, keyed by node name",
             ),
             DeclareLaunchArgument(
-                "namespace", default_value="", description="the agent's namespace (e.g. /panda0 for several agents)"
+                "namespace",
+                default_value=SINGLE_AGENT_NAMESPACE,
+                description="one robot: the agent's namespace (its robot keeps franka_ros2's names); several: "
+                "ignored, robot i and its agent in /panda<i>",
             ),
             DeclareLaunchArgument(
                 "num_agents",

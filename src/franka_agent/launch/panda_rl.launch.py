@@ -53,7 +53,9 @@ def generate_launch_description() -> LaunchDescription:
                 description="parameters YAML, keyed by node name",
             ),
             DeclareLaunchArgument(
-                "namespace", default_value="", description="namespace of the agent to train with (as the agent's)"
+                "namespace",
+                default_value="/panda",
+                description="one agent: its namespace (as panda_agent.launch.py's); several: /panda0, /panda1, ...",
             ),
             DeclareLaunchArgument(
                 "total_timesteps", default_value="", description="training steps (empty: the config's)"

@@ -37,7 +37,10 @@ _ARGUMENTS = {
     ),
     "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
     "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
-    "namespace": ("", "namespace of the agent and the trainer"),
+    "namespace": (
+        "/panda",
+        "one robot: the namespace of its agent and the trainer (the robot keeps franka_ros2's names)",
+    ),
     "start_state": ("active", "the agent's lifecycle state at start (inactive: the trainer waits for an activate)"),
     "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
 }
