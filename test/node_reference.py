@@ -196,6 +196,13 @@ def declared_in_source(path: Path) -> list[str]:
     kinds["declare_float_list"] = "double[]"
     rows = []
     for call in ast.walk(ast.parse(path.read_text())):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "declare_run_dir":
+            holds = literal(call.args[2]).strip("'")
+            rows.append(
+                f"| `run_dir` | string | `''` |  | {holds} (empty: a fresh dated folder under runs/); "
+                "one holding a run is refused |"
+            )
+            continue
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in kinds):
             continue
         name, default, description = call.args[1], call.args[2], call.args[3]

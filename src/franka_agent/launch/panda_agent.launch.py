@@ -4,7 +4,8 @@ panda_rl.launch.py wherever the learner runs (see README: two hosts).
 
     ros2 launch franka_agent panda_agent.launch.py                      # mock hardware
     ros2 launch franka_agent panda_agent.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
-    ros2 launch franka_agent panda_agent.launch.py start_state:=inactive  # ros2 lifecycle set /panda/panda_agent activate
+    ros2 launch franka_agent panda_agent.launch.py start_state:=inactive
+    ros2 lifecycle set /panda/panda_agent activate                      # then, to serve the learner
 
 With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
 (franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
@@ -21,8 +22,8 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from franka_agent.launch_arguments import config_and_namespace
 from franka_agent.robots import (
-    SINGLE_AGENT_NAMESPACE,
     mock_recovery,
     require_real_robot_driver,
     robot_namespaces,
@@ -108,17 +109,7 @@ def generate_launch_description() -> LaunchDescription:
                 "load_gripper", default_value="true", description="real robot: load the Franka Hand (franka_gripper)"
             ),
             DeclareLaunchArgument("use_rviz", default_value="false", description="real robot: start RViz"),
-            DeclareLaunchArgument(
-                "config",
-                default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
-                description="parameters YAML, keyed by node name",
-            ),
-            DeclareLaunchArgument(
-                "namespace",
-                default_value=SINGLE_AGENT_NAMESPACE,
-                description="one robot: the agent's namespace (its robot keeps franka_ros2's names); several: "
-                "ignored, robot i and its agent in /panda<i>",
-            ),
+            *config_and_namespace(),
             DeclareLaunchArgument(
                 "num_agents",
                 default_value="1",

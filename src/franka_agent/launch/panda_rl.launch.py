@@ -11,9 +11,10 @@ from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, Reg
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.launch_context import LaunchContext
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
+
+from franka_agent.launch_arguments import config_and_namespace
 
 _OVERRIDES = {
     "total_timesteps": int,
@@ -47,16 +48,7 @@ def _trainer(context: LaunchContext) -> list[object]:
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
-            DeclareLaunchArgument(
-                "config",
-                default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
-                description="parameters YAML, keyed by node name",
-            ),
-            DeclareLaunchArgument(
-                "namespace",
-                default_value="/panda",
-                description="one agent: its namespace (as panda_agent.launch.py's); several: /panda0, /panda1, ...",
-            ),
+            *config_and_namespace(),
             DeclareLaunchArgument(
                 "total_timesteps", default_value="", description="training steps (empty: the config's)"
             ),

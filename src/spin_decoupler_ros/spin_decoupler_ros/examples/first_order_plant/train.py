@@ -16,12 +16,11 @@ import time
 
 import numpy as np
 
-from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
-from spin_decoupler_ros.params import declare_float, declare_int, declare_str
+from spin_decoupler_ros.params import declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
-from spin_decoupler_ros.tools.paths import claim_run_dir
+from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "first_order_plant_train"
 
@@ -36,16 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     episode_steps = declare_int(node, "episode_steps", 50, "steps per episode", low=2)
     learning_rate = declare_float(node, "learning_rate", 1e-3, "SAC learning rate", low=1e-7, high=1.0)
     torch_threads = declare_int(node, "torch_threads", 1, "torch threads in the learner (1 keeps a core free)", low=1)
-    run_dir_param = declare_str(
-        node,
-        "run_dir",
-        "",
-        "where results.json goes (empty: a fresh dated folder under runs/); one holding a run is refused",
-    )
-    try:
-        run_dir = claim_run_dir(run_dir_param, "first_order_plant")
-    except ParameterError as exc:
-        print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
+    run_dir = declare_run_dir(node, "first_order_plant", "where results.json goes")
+    if run_dir is None:
         client.close()
         return 2
     client.connect()

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
-from spin_decoupler_ros.params import declare_float, declare_int, declare_str
+from spin_decoupler_ros.params import declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
-from spin_decoupler_ros.tools.paths import claim_run_dir
+from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "lunar_lander_train"
 
@@ -74,16 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     gamma = declare_float(node, "gamma", PPO_SETTINGS["gamma"], "discount per RL step", low=0.0, high=1.0)
     torch_threads = declare_int(node, "torch_threads", 1, "torch threads in the learner (1 keeps a core free)", low=1)
-    run_dir_param = declare_str(
-        node,
-        "run_dir",
-        "",
-        "where the model and results.json go (empty: a fresh dated folder under runs/); one holding a run is refused",
-    )
-    try:
-        run_dir = claim_run_dir(run_dir_param, "lunar_lander")
-    except ParameterError as exc:
-        print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
+    run_dir = declare_run_dir(node, "lunar_lander", "where the model and results.json go")
+    if run_dir is None:
         client.close()
         return 2
     client.connect()

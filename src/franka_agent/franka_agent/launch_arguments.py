@@ -1,0 +1,27 @@
+"""Launch arguments both sides of the Panda pipeline declare alike (imported by the
+launch files only: it needs ROS 2 launch, which the nodes do not)."""
+
+from __future__ import annotations
+
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import PathJoinSubstitution
+from launch_ros.substitutions import FindPackageShare
+
+from franka_agent.robots import SINGLE_AGENT_NAMESPACE
+
+
+def config_and_namespace() -> list[DeclareLaunchArgument]:
+    """``config`` (the parameters YAML) and ``namespace`` (one robot's agent: /panda)."""
+    return [
+        DeclareLaunchArgument(
+            "config",
+            default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
+            description="parameters YAML, keyed by node name",
+        ),
+        DeclareLaunchArgument(
+            "namespace",
+            default_value=SINGLE_AGENT_NAMESPACE,
+            description="one robot: the namespace of its agent and trainer (the robot keeps franka_ros2's names); "
+            "several: ignored, robot i and its agent in /panda<i>",
+        ),
+    ]
