@@ -8,6 +8,8 @@
 #   ./ws exec CMD [args]  run CMD inside the environment (ROS 2, venv, built workspace)
 #   ./ws bench NAME       run bench/NAME.py, which writes bench/results/NAME.json
 #   ./ws shell            an interactive shell inside the environment
+#   ./ws test-core        the pure-logic tests (pytest -m core) under Python 3.10, Humble's,
+#                         without ROS (.venv-py310); ./ws test runs them too
 #   ./ws --distro jazzy CMD ...   the same on ROS 2 Jazzy's wheels (.venv-jazzy, install-jazzy/)
 #
 # Without a sourced ROS 2 (no ROS_DISTRO), ROS 2 Kilted (or, with --distro jazzy, Jazzy)
@@ -127,6 +129,31 @@ checks() {
   mypy --no-error-summary || die "mypy found the above"
 }
 
+# The pure-logic tests under Python 3.10 (Humble's) with no ROS at all: the packages from
+# src/ on PYTHONPATH, nothing built. Where no Python 3.10 is found, says so and passes.
+core_tests() {
+  local py310 venv="$ROOT/.venv-py310" stamp want
+  py310=""
+  for candidate in "$(command -v python3.10 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
+    # (a pyenv shim is on PATH even where that version is not selected: it must run)
+    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'import venv' 2>/dev/null; then py310=$candidate; break; fi
+  done
+  if [ -z "$py310" ]; then say "no Python 3.10 on this machine: the core tests under 3.10 are skipped"; return 0; fi
+  [ -x "$venv/bin/python" ] || "$py310" -m venv "$venv" || die "venv for Python 3.10 failed"
+  stamp="$venv/.spin_decoupler_requirements"; want=$(hash_of "$ROOT/requirements/core-py310.txt")
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing the core tests' dependencies into $venv"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$ROOT/requirements/core-py310.txt" \
+      2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    echo "$want" > "$stamp"
+  fi
+  say "core tests under $("$venv/bin/python" --version), no ROS"
+  (cd "$ROOT" && env -u AMENT_PREFIX_PATH -u PYTHONPATH \
+     PYTHONPATH="$ROOT/src/spin_decoupler_ros:$ROOT/src/franka_agent" \
+     "$venv/bin/python" -m pytest -q -p no:cacheprovider -m core \
+       $(grep -l '^pytestmark = pytest.mark.core' test/unit/*.py))
+}
+
 setup() {
   mkdir -p "$LOGS"
   make_venv
@@ -139,12 +166,16 @@ cmd=${1:-help}
 case "$cmd" in
   setup) setup; say "ready ($MODE mode${SUFFIX:+, $DISTRO}): ./ws exec <command> runs inside it" ;;
   main)  setup; enter_env; cd "$ROOT"; exec python -m franka_agent.pipeline "$@" ;;
-  test)  setup; enter_env; cd "$ROOT"; [ $# -gt 0 ] || checks; exec python -m pytest "$@" ;;
+  test)  setup
+         if [ $# -gt 0 ]; then enter_env; cd "$ROOT"; exec python -m pytest "$@"; fi
+         (enter_env; cd "$ROOT"; checks; python -m pytest)
+         if [ "$DISTRO" = kilted ]; then core_tests; fi ;;
+  test-core) core_tests ;;
   exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
   bench) [ $# -gt 0 ] || die "usage: ./ws bench NAME [args] (see bench/README.md)"
          name=$1; shift; [ -f "$ROOT/bench/$name.py" ] || die "no bench/$name.py"
          setup; enter_env; cd "$ROOT"; exec python "bench/$name.py" "$@" ;;
   shell) setup; enter_env; exec bash -i ;;
-  help|-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
+  help|-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (./ws help)" ;;
 esac

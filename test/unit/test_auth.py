@@ -4,12 +4,16 @@ missing tag fails; a takeover proof needs the running episode's key (core/auth.p
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spin_decoupler_ros.core.auth import KEY_BYTES, command_tag, new_key, tags_match, takeover_proof
 from spin_decoupler_ros.core.protocol import AgentProtocol
 from spin_decoupler_ros.core.spaces import ActionSpec
+
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
 
 EPISODE = bytes(range(16))
 FIELDS = {"kind": 0, "episode_id": EPISODE, "seq": 3, "action": np.array([0.5, -1.0]), "sec": 0, "nanosec": 100}

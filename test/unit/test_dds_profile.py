@@ -9,6 +9,9 @@ import pytest
 
 from spin_decoupler_ros.dds_profile import LOCALHOST_PROFILE, PROFILE, PROFILE_VARIABLES, use_dds_profile
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 NAMESPACE = {"dds": "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"}
 
 

@@ -17,6 +17,9 @@ from spin_decoupler_ros.core.health import (
     assess_state_age,
 )
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 PERIOD = 10_000_000
 THRESHOLDS = HealthThresholds()
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 PYTHON_PACKAGES = ("spin_decoupler_ros", "franka_agent")
 # Python modules that are not ROS packages, by their rosdep key (rosdistro's rosdep/python.yaml).

@@ -7,6 +7,9 @@ import pytest
 
 from spin_decoupler_ros.core import ActionSpec, AgentProtocol, AgentState, CommandRejected, TickEvent
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 MS = 1_000_000
 EP1 = b"\x01" * 16
 EP2 = b"\x02" * 16

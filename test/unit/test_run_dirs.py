@@ -9,6 +9,9 @@ import pytest
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.tools.paths import RUNS_ROOT_VARIABLE, claim_run_dir, new_run_dir, runs_root
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 
 def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path: Path) -> None:
     first = new_run_dir("panda_reach", tmp_path, stamp="20261201-120000")

@@ -8,6 +8,9 @@ import pytest
 from spin_decoupler_ros.core import ActionSpaceError, ActionSpec, ClockOffsetEstimator, TickMonitor, exchange_sample
 from spin_decoupler_ros.core.timing import WakeLatency, periods_for
 
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
+
 MS = 1_000_000
 
 

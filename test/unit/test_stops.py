@@ -4,10 +4,14 @@ driver and a starved agent, within a bounded time of its joint states' stamps.""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from franka_agent.core.stops import DEFAULT_WINDOW_NS, StopDetector
+
+# Pure logic: also run under Python 3.10 without ROS (./ws test-core).
+pytestmark = pytest.mark.core
 
 MS = 1_000_000
 STATE_PERIOD = 10 * MS  # joint states as the agent takes them: once per 100 Hz tick

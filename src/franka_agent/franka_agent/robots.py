@@ -40,7 +40,7 @@ def require_real_robot_driver(package: str = "franka_bringup") -> None:
     """Fail with what to install when the real arm's driver package is missing, before a
     launch file includes it (launch would only say "package not found").
 
-    Test: ``test_panda_core.py::test_a_missing_franka_bringup_is_named_with_the_release_to_install``."""
+    Test: ``test_robots.py::test_a_missing_franka_bringup_is_named_with_the_release_to_install``."""
     from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
     try:
