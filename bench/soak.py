@@ -46,7 +46,7 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
     config = find_config("panda_reach.yaml", package="franka_agent")
     task = yaml.safe_load(config.read_text())["/**/panda_trainer"]["ros__parameters"]
     with ProcessGroup() as group, tempfile.TemporaryDirectory() as scratch:
-        start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=log_dir)
+        (agent_namespace,) = start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=log_dir)
         processes = {p.name: psutil.Process(p.pid) for p in group.processes}  # mock_hardware, panda_agent
         processes["rl_side"] = psutil.Process(os.getpid())
 
@@ -77,6 +77,7 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
                 self.end, self.ended = snapshot(), time.monotonic()
 
         env = PandaReachEnv(
+            agent_namespace,
             target_low=task["target_low"],
             target_high=task["target_high"],
             success_distance=task["success_distance"],

@@ -60,8 +60,9 @@ def main() -> int:
     print(f"in-process: {inprocess:.1f} steps/s", flush=True)
 
     with ProcessGroup() as group:
-        start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=Path("log/bench/throughput"))
+        (agent_namespace,) = start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=Path("log/bench/throughput"))
         env = PandaReachEnv(
+            agent_namespace,
             target_low=task["target_low"],
             target_high=task["target_high"],
             success_distance=task["success_distance"],
