@@ -12,8 +12,8 @@
     does while its action runs: on this VM a process that idled 10 ms wakes 3-5x
     slower than a hot one (0.09 vs 0.5 ms a hop), so only the idle-matched ping-pong
     compares like with like. The back-to-back figure is reported too.
-(c) the same steps to a second echo agent whose client records everything it sends and
-    receives to an MCAP file (rl/recording.py, as the Panda trainer's run.mcap):
+(c) the same steps with the client recording everything it sends and receives to an
+    MCAP file (rl/recording.py, as the Panda trainer's run.mcap), in blocks of their own:
     ``with_recording_ms``, and what recording adds, as a share of the step's wall time
     and of the decoupler's overhead.
 Steps (plain, recorded) and ping-pongs alternate in blocks so machine noise hits all alike.
@@ -68,23 +68,13 @@ def main() -> int:
                 log_path=logs / "step_overhead_agent.log",
             )
         )
-        recorded_agent = group.start(
-            NodeProcess(
-                "bench.echo_agent",
-                ros_args(namespace="/recorded", params={"rl_timestep": DURATION, "control_rate": CONTROL_RATE}),
-                log_path=logs / "step_overhead_recorded_agent.log",
-            )
-        )
         pong = group.start(NodeProcess("bench.pong_node", log_path=logs / "step_overhead_pong.log"))
         assert agent.wait_for_log("agent ready", 30) and pong.wait_for_log("pong ready", 30)
-        assert recorded_agent.wait_for_log("agent ready", 30)
 
         client = RLClient(connect_timeout=20)
-        recorded_client = RLClient("/recorded", connect_timeout=20)
         recording = logs / "step_overhead.mcap"
         recording.unlink(missing_ok=True)
         recorder = RunRecorder(recording)
-        recorded_client.channel.record_to(recorder)
         rclpy.init()
         ping_node = Node("ping")
         answered: list[float] = []
@@ -108,17 +98,15 @@ def main() -> int:
                 executor.spin_once(timeout_sec=1.0)
             return answered[0] - start
 
-        def decoupled_step(stepping: RLClient = client) -> tuple[float, float]:
+        def decoupled_step() -> tuple[float, float]:
             start = time.perf_counter()
-            answer = stepping.step(action, DURATION)
+            answer = client.step(action, DURATION)
             elapsed = time.perf_counter() - start
             return elapsed - answer.duration, elapsed - DURATION
 
         client.reset()
-        recorded_client.reset()
         for _ in range(args.warmup):
             decoupled_step()
-            decoupled_step(recorded_client)
             ping_pong(DURATION)
         overhead: list[float] = []
         overhead_requested: list[float] = []
@@ -131,14 +119,15 @@ def main() -> int:
                 executed, requested = decoupled_step()
                 overhead.append(executed)
                 overhead_requested.append(requested)
+            client.channel.record_to(recorder)
             for _ in range(args.block):
-                executed, requested = decoupled_step(recorded_client)
+                executed, requested = decoupled_step()
                 recorded.append(executed)
                 recorded_requested.append(requested)
+            client.channel.stop_recording()
             pingpong += [ping_pong(DURATION) for _ in range(args.block)]
             pingpong_hot += [ping_pong(0.0) for _ in range(args.block // 4)]
         client.close()
-        recorded_client.close()
         recorder.close()
         recorded_messages = recorder.messages
         ping_node.destroy_node()

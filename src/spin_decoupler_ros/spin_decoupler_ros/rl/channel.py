@@ -168,6 +168,13 @@ class AgentChannel:
         if self.status is not None:
             recorder.write(self._status_sub.topic_name, self.status)
 
+    def stop_recording(self) -> None:
+        """Stop recording (and following the agent's ``step_timing``); ``record_to`` resumes."""
+        self._recorder = None
+        if self._timing_sub is not None:
+            self.node.destroy_subscription(self._timing_sub)
+            self._timing_sub = None
+
     def _record_command(self, msg: StepCommand) -> None:
         if self._recorder is not None:
             self._recorder.write(self._command_pub.topic_name, msg)
