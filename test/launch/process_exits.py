@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from launch import LaunchContext
 from launch.actions import RegisterEventHandler
 from launch.event_handlers import OnProcessExit
@@ -17,6 +19,16 @@ def noting_exits(exits: Exits) -> RegisterEventHandler:
         exits.append((event.action.name, event.returncode))
 
     return RegisterEventHandler(OnProcessExit(on_exit=note))
+
+
+def wait_for_exit(exits: Exits, name_prefix: str, timeout: float) -> bool:
+    """Whether a process whose name starts with ``name_prefix`` exited within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(name.startswith(name_prefix) for name, _ in exits):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def all_exited_cleanly(exits: Exits, processes: int) -> bool:

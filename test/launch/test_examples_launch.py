@@ -19,7 +19,7 @@ launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launc
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from process_exits import Exits, all_exited_cleanly, noting_exits  # noqa: E402
+from process_exits import Exits, all_exited_cleanly, noting_exits, wait_for_exit  # noqa: E402
 
 LAUNCH_DIR = Path(__file__).resolve().parents[2] / "launch"
 
@@ -70,6 +70,7 @@ def lander_launch(run_dir: Path, exits: Exits) -> LaunchDescription:
 def test_launch_trains_and_reports_tracking_error(run_dir: Path, exits: Exits):  # type: ignore[no-untyped-def]
     results = run_dir / "results.json"
     assert wait_for(results, 240), "the trainer never wrote its results"
+    assert wait_for_exit(exits, "first_order_plant_train", 60), exits  # (launch then shuts down)
     yield
     # After launch shut down (it does when the trainer exits):
     figures = json.loads(results.read_text())
@@ -82,6 +83,7 @@ def test_launch_trains_and_reports_tracking_error(run_dir: Path, exits: Exits): 
 def test_lunar_lander_launch_trains_and_reports_the_mean_return(run_dir: Path, exits: Exits):  # type: ignore[no-untyped-def]
     results = run_dir / "results.json"
     assert wait_for(results, 240), "the trainer never wrote its results"
+    assert wait_for_exit(exits, "lunar_lander_train", 60), exits
     yield
     figures = json.loads(results.read_text())
     assert figures["total_timesteps"] == 1024 and figures["eval_episodes"] == 10
