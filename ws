@@ -10,6 +10,8 @@
 #   ./ws shell            an interactive shell inside the environment
 #   ./ws test-core        the pure-logic tests (pytest -m core) under Python 3.10, Humble's,
 #                         without ROS (.venv-py310); ./ws test runs them too
+#   ./ws test-jazzy       the unit tests and the env, skeleton, name and documentation tests
+#                         on ROS 2 Jazzy's wheels; ./ws test runs them too
 #   ./ws --distro jazzy CMD ...   the same on ROS 2 Jazzy's wheels (.venv-jazzy, install-jazzy/)
 #
 # Without a sourced ROS 2 (no ROS_DISTRO), ROS 2 Kilted (or, with --distro jazzy, Jazzy)
@@ -154,6 +156,16 @@ core_tests() {
        $(grep -l '^pytestmark = pytest.mark.core' test/unit/*.py))
 }
 
+# What runs on Jazzy in ./ws test: everything that needs no long training and holds no
+# timing bound (those run on Kilted, and under the stress gate); the full suite runs with
+# ./ws --distro jazzy test.
+JAZZY_TESTS=(test/unit test/integration/test_env_and_skeletons.py test/integration/test_names.py
+             test/integration/test_readme.py test/integration/test_config_errors.py)
+jazzy_tests() {
+  say "on ROS 2 Jazzy's wheels: ${JAZZY_TESTS[*]}"
+  "$ROOT/ws" --distro jazzy test -q "${JAZZY_TESTS[@]}"
+}
+
 setup() {
   mkdir -p "$LOGS"
   make_venv
@@ -169,13 +181,14 @@ case "$cmd" in
   test)  setup
          if [ $# -gt 0 ]; then enter_env; cd "$ROOT"; exec python -m pytest "$@"; fi
          (enter_env; cd "$ROOT"; checks; python -m pytest)
-         if [ "$DISTRO" = kilted ]; then core_tests; fi ;;
+         if [ "$DISTRO" = kilted ]; then core_tests; if [ "$MODE" = wheels ]; then jazzy_tests; fi; fi ;;
   test-core) core_tests ;;
+  test-jazzy) jazzy_tests ;;
   exec)  [ $# -gt 0 ] || die "usage: ./ws exec CMD [args]"; setup; enter_env; exec "$@" ;;
   bench) [ $# -gt 0 ] || die "usage: ./ws bench NAME [args] (see bench/README.md)"
          name=$1; shift; [ -f "$ROOT/bench/$name.py" ] || die "no bench/$name.py"
          setup; enter_env; cd "$ROOT"; exec python "bench/$name.py" "$@" ;;
   shell) setup; enter_env; exec bash -i ;;
-  help|-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' ;;
+  help|-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (./ws help)" ;;
 esac
