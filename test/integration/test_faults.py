@@ -166,17 +166,23 @@ def test_a_step_before_any_reset_is_refused_on_the_status_topic(rogue: RogueClie
     assert rogue.reset()  # and the agent still serves
 
 
-def test_a_second_client_is_refused_while_the_first_one_is_active(rogue: RogueClient) -> None:
-    assert rogue.reset()
-    with RLClient(connect_timeout=20) as second:
-        # Discovery done, the first client steps; the second resets within the agent's
-        # watchdog (past it the first one counts as gone and a new client may take over).
-        rogue.send(1, [0.0])
-        rogue.answer(1)
-        with pytest.raises(AgentBusyError, match="client 'rogue'"):
-            second.reset()
-    rogue.send(2, [0.0])
-    assert rogue.answer(2).step.error == ""  # the first one carries on
+def test_a_second_client_is_refused_while_the_first_one_is_active(processes: ProcessGroup, tmp_path: Path) -> None:
+    # A watchdog (5 s) far longer than any delivery delay on a loaded machine: the second
+    # client's reset must come while the first one still counts as active (past the
+    # watchdog it counts as gone and a new client may take over).
+    start_node(processes, PLANT, tmp_path, params={**FAST, "watchdog_timeout": 5.0})
+    rogue = RogueClient()
+    try:
+        assert rogue.reset()
+        with RLClient(connect_timeout=20) as second:
+            rogue.send(1, [0.0])  # (discovery done, the first client steps)
+            rogue.answer(1)
+            with pytest.raises(AgentBusyError, match="client 'rogue'"):
+                second.reset()
+        rogue.send(2, [0.0])
+        assert rogue.answer(2).step.error == ""  # the first one carries on
+    finally:
+        rogue.close()
 
 
 def test_a_malformed_time_field_is_rejected_by_name(rogue: RogueClient) -> None:

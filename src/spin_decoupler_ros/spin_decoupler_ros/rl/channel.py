@@ -182,7 +182,10 @@ class AgentChannel:
     # -- discovery ----------------------------------------------------------------------
 
     def server_ready(self) -> bool:
-        return self._action_client.server_is_ready() and self.description is not None
+        """The Episode server is there and the agent's latched description and status have
+        arrived (a refused reset names the client the agent serves from that status: test
+        ``test_faults.py::test_a_second_client_is_refused_while_the_first_one_is_active``)."""
+        return self._action_client.server_is_ready() and self.description is not None and self.status is not None
 
     def agent_in_graph(self) -> bool:
         """Whether the agent is still there: it has not said it is shutting down, and the
