@@ -151,6 +151,13 @@ class ThinkTimeSampler:
         return value
 
 
+def think_time(lat: float, previous_duration: float) -> float:
+    """The learner's think time before an action: its LAT (how long the previous action
+    really ran) less that action's executed duration; a step answered early by a tick's
+    rounding counts as 0."""
+    return max(0.0, lat - previous_duration)
+
+
 def think_times_from_rows(rows: Iterable[dict[str, str]]) -> list[float]:
     """Think times in a step log: for each step after the first of an episode, its LAT
     (how long the previous action really ran) minus the previous step's executed
@@ -166,7 +173,7 @@ def think_times_from_rows(rows: Iterable[dict[str, str]]) -> list[float]:
             continue
         before = previous.get(key)
         if before is not None and math.isfinite(lat) and math.isfinite(before):
-            times.append(min(MAX_THINK_S, max(0.0, lat - before)))
+            times.append(min(MAX_THINK_S, think_time(lat, before)))
         previous[key] = duration
     return times
 

@@ -35,6 +35,8 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from spin_decoupler_ros.core.think_time import think_time
+
 TIMING_FEATURES = ("lat", "duration", "think")
 
 
@@ -105,7 +107,7 @@ class StepTimingFeatures:
         a step without timing (an agent lost, the episode truncated) counts as zeros."""
         lat = float(info.get("lat", 0.0))
         duration = float(info.get("duration", 0.0))
-        think = max(0.0, lat - self._previous_duration)
+        think = think_time(lat, self._previous_duration)
         self._previous_duration = duration
         return np.concatenate([[lat, duration, think], encode_action(self.action_space, action)])
 

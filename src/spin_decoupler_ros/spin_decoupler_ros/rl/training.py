@@ -19,6 +19,8 @@ from typing import IO, Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from spin_decoupler_ros.core.think_time import think_time
+
 STEP_LOG_FIELDS = (
     "step",
     "agent",
@@ -140,8 +142,8 @@ class TimingScalarsCallback(BaseCallback):
     the clock offset, recorded every ``every`` steps under ``timing/``. SB3 logs the
     success rate itself (``rollout/success_rate``) from ``info["is_success"]``.
 
-    Think time is LAT less the previous action's executed duration: how long the
-    action ran on past its observation while the learner chose the next.
+    Think time as ``core.think_time.think_time``: how long the previous action ran on
+    past its observation while the learner chose the next.
     Test: ``test_training_helpers.py::test_timing_scalars_reach_sb3s_logger``."""
 
     def __init__(self, channels: list[Any], every: int = 100, window: int = 1000) -> None:
@@ -168,7 +170,7 @@ class TimingScalarsCallback(BaseCallback):
             self.lats.append(lat)
             previous = self._previous_duration.get(i)
             if previous is not None:
-                self.thinks.append(max(lat - previous, 0.0))
+                self.thinks.append(think_time(lat, previous))
             done = bool(dones[i]) if len(dones) > i else False
             if done:
                 self._previous_duration.pop(i, None)  # the next LAT follows a reset

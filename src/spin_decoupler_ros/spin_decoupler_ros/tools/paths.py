@@ -92,24 +92,17 @@ def claim_run_dir(run_dir: str, task: str) -> Path:
     return path
 
 
-def claim_run_dir_or_say_why(run_dir: str, task: str, who: str) -> Path | None:
-    """``claim_run_dir``, or None after printing the one-line reason as ``[who] fatal: ...``
-    (the caller exits with status 2, as for any bad parameter)."""
-    from spin_decoupler_ros.core.errors import ParameterError
-
-    try:
-        return claim_run_dir(run_dir, task)
-    except ParameterError as exc:
-        print(f"[{who}] fatal: {exc}", file=sys.stderr, flush=True)
-        return None
-
-
 def declare_run_dir(node: Any, task: str, holds: str) -> Path | None:
     """Declare a trainer's ``run_dir`` parameter and claim the folder (``claim_run_dir``);
     None after printing why it cannot be used (the caller exits with status 2)."""
+    from spin_decoupler_ros.core.errors import ParameterError
     from spin_decoupler_ros.params import declare_str
 
     run_dir = declare_str(
         node, "run_dir", "", f"{holds} (empty: a fresh dated folder under runs/); one holding a run is refused"
     )
-    return claim_run_dir_or_say_why(run_dir, task, node.get_name())
+    try:
+        return claim_run_dir(run_dir, task)
+    except ParameterError as exc:
+        print(f"[{node.get_name()}] fatal: {exc}", file=sys.stderr, flush=True)
+        return None
