@@ -1,21 +1,29 @@
 """The stress gate: the timing-sensitive tests, many times alone and many times beside a
 CPU hog pinned to one core, counting failures per test.
 
-    ./ws bench stress                    # 30 runs idle, 30 beside the hog
+    ./ws bench stress                    # 30 runs idle, 30 beside the hog, alternating
     ./ws bench stress --runs 5 --columns busy_core
+    ./ws bench stress --resume           # go on with the last gate, if the code is the same
     ./ws bench stress --keep-failures /tmp/stress_failures   # a failing run's logs kept
 
 Writes bench/results/stress.json: {"runs": N, "idle": {"<test id>": failures, ...},
 "busy_core": {...}} and, per column, the wall time per run and every failure's first
-lines. Target: no failure anywhere. The fuzz tests run SPIN_DECOUPLER_FUZZ_STEPS steps
-each here (--fuzz-steps, 150; 1500 in the suite), so a run takes a minute and a half
-(30 x 2 runs: about 90 minutes on the 2-core machine).
+lines, after every run. Target: no failure anywhere. The fuzz tests run
+SPIN_DECOUPLER_FUZZ_STEPS steps each here (--fuzz-steps, 150; 1500 in the suite); a run
+takes two to three and a half minutes, so 30 + 30 take about three hours.
+
+The columns alternate, so a gate cut short has measured both alike. The result names the
+code it measured: the commit and a fingerprint of every file the tests run (src/, test/,
+the requirements, the pytest settings, ./ws). ``--resume`` adds runs to a gate whose
+fingerprint, test list and fuzz steps are this checkout's, and refuses otherwise: a gate
+may span sessions, never two versions of the code.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,12 +31,11 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import write_result
+from bench.common import RESULTS, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every test whose outcome could depend on timing: the Panda under stalls and adversarial
@@ -63,6 +70,40 @@ TESTS = (
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
 )
 COLUMNS = ("idle", "busy_core")
+# What the gate's tests run: a change to any of these makes a new gate.
+MEASURED_PATHS = ("src", "test", "requirements", "pyproject.toml", "ws")
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def measured_code() -> dict[str, Any]:
+    """The commit, and a fingerprint of the files the tests run (None if any of them has
+    uncommitted changes: such a gate cannot be resumed, as its code is in no commit)."""
+    dirty = git("status", "--porcelain", "--", *MEASURED_PATHS).strip()
+    listing = git("ls-tree", "-r", "HEAD", "--", *MEASURED_PATHS)
+    return {
+        "commit": git("rev-parse", "HEAD").strip(),
+        "fingerprint": None if dirty else hashlib.sha256(listing.encode()).hexdigest()[:16],
+    }
+
+
+def resumable(previous: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """Why ``previous`` cannot be continued by this gate, or None if it can."""
+    if previous.get("code", {}).get("fingerprint") is None:
+        return "it names no fingerprint (its code had uncommitted changes, or it predates fingerprints)"
+    if result["code"]["fingerprint"] is None:
+        return f"this checkout has uncommitted changes under {', '.join(MEASURED_PATHS)}"
+    for key, what in (("tests", "test list"), ("fuzz_steps", "fuzz steps")):
+        if previous.get(key) != result[key]:
+            return f"its {what} differs from this gate's"
+    if previous["code"]["fingerprint"] != result["code"]["fingerprint"]:
+        return (
+            f"it measured other code (commit {previous['code']['commit'][:10]}, fingerprint "
+            f"{previous['code']['fingerprint']}; this checkout: {result['code']['fingerprint']})"
+        )
+    return None
 
 
 def start_hog() -> subprocess.Popen[bytes]:
@@ -127,37 +168,31 @@ def run_once(
         return outcomes, seconds
 
 
-def run_column(
-    column: str,
-    runs: int,
-    tests: tuple[str, ...],
-    fuzz_steps: int,
-    report: Callable[[dict[str, Any]], None],
-    keep_failures: Path | None = None,
-) -> dict[str, Any]:
-    """``runs`` runs of ``tests``; ``report`` gets the column's figures after each run."""
-    outcome: dict[str, Any] = {"runs_done": 0, "failures": {}, "failure_texts": [], "seconds_per_run": []}
+def new_column() -> dict[str, Any]:
+    return {"runs_done": 0, "failures": {}, "failure_texts": [], "seconds_per_run": []}
+
+
+def run_in_column(
+    column: str, outcome: dict[str, Any], tests: tuple[str, ...], fuzz_steps: int, keep_failures: Path | None
+) -> None:
+    """One more run of ``tests`` in ``column`` (the hog beside it in busy_core), counted
+    into ``outcome``."""
     hog = start_hog() if column == "busy_core" else None
     try:
-        for run in range(runs):
-            outcomes, took = run_once(tests, fuzz_steps, keep_failures)
-            outcome["seconds_per_run"].append(round(took, 1))
-            for test, failure in outcomes.items():
-                outcome["failures"][test] = outcome["failures"].get(test, 0) + (failure is not None)
-                if failure is not None:
-                    outcome["failure_texts"].append({"run": run, "test": test, "failure": failure})
-            outcome["runs_done"] = run + 1
-            report(outcome)
-            failed = sum(failure is not None for failure in outcomes.values())
-            print(
-                f"[stress] {column} run {run + 1}/{runs}: {len(outcomes)} tests, {failed} failed, {took:.0f} s",
-                flush=True,
-            )
+        outcomes, took = run_once(tests, fuzz_steps, keep_failures)
     finally:
         if hog is not None:
             hog.kill()
             hog.wait()
-    return outcome
+    run = outcome["runs_done"]
+    outcome["seconds_per_run"].append(round(took, 1))
+    for test, failure in outcomes.items():
+        outcome["failures"][test] = outcome["failures"].get(test, 0) + (failure is not None)
+        if failure is not None:
+            outcome["failure_texts"].append({"run": run, "test": test, "failure": failure})
+    outcome["runs_done"] = run + 1
+    failed = sum(failure is not None for failure in outcomes.values())
+    print(f"[stress] {column} run {run + 1}: {len(outcomes)} tests, {failed} failed, {took:.0f} s", flush=True)
 
 
 def main() -> int:
@@ -168,6 +203,9 @@ def main() -> int:
     parser.add_argument("--fuzz-steps", type=int, default=150)
     parser.add_argument("--tests", nargs="*", default=list(TESTS))
     parser.add_argument(
+        "--resume", action="store_true", help="add runs to bench/results/stress.json if it measured this code"
+    )
+    parser.add_argument(
         "--keep-failures", type=Path, default=None, help="keep a failing run's test folders (logs, records) here"
     )
     args = parser.parse_args()
@@ -175,18 +213,45 @@ def main() -> int:
     unknown = set(columns) - set(COLUMNS)
     if unknown:
         parser.error(f"unknown columns {sorted(unknown)}: choose from {COLUMNS}")
-    result: dict[str, Any] = {"runs": args.runs, "fuzz_steps": args.fuzz_steps, "tests": args.tests, "details": {}}
+    result: dict[str, Any] = {
+        "runs": args.runs,
+        "fuzz_steps": args.fuzz_steps,
+        "tests": args.tests,
+        "code": measured_code(),
+        "details": {},
+    }
+    outcomes = {column: new_column() for column in columns}
+    if args.resume:
+        previous = json.loads((RESULTS / "stress.json").read_text())
+        refusal = resumable(previous, result)
+        if refusal is not None:
+            parser.error(f"--resume: bench/results/stress.json cannot be continued: {refusal}")
+        result["code"]["commits"] = sorted({*previous["code"].get("commits", [previous["code"]["commit"]])})
+        for column in columns:
+            if column in previous["details"]:
+                outcomes[column] = {"failures": previous[column], **previous["details"][column]}
+    result["code"].setdefault("commits", [])
+    if result["code"]["commit"] not in result["code"]["commits"]:
+        result["code"]["commits"].append(result["code"]["commit"])
 
-    def report(column: str, outcome: dict[str, Any]) -> None:
+    def report() -> None:
         """Written after every run, so an interrupted gate keeps what it measured."""
-        result[column] = outcome["failures"]
-        result["details"][column] = {key: outcome[key] for key in ("runs_done", "failure_texts", "seconds_per_run")}
+        for column in columns:
+            result[column] = outcomes[column]["failures"]
+            result["details"][column] = {
+                key: outcomes[column][key] for key in ("runs_done", "failure_texts", "seconds_per_run")
+            }
         write_result("stress", result, quiet=True)
 
-    for column in columns:
-        run_column(
-            column, args.runs, tuple(args.tests), args.fuzz_steps, functools.partial(report, column), args.keep_failures
-        )
+    report()
+    while True:
+        pending = [column for column in columns if outcomes[column]["runs_done"] < args.runs]
+        if not pending:
+            break
+        # The column with fewer runs goes next: the two stay level however the gate ends.
+        column = min(pending, key=lambda name: outcomes[name]["runs_done"])
+        run_in_column(column, outcomes[column], tuple(args.tests), args.fuzz_steps, args.keep_failures)
+        report()
     failed = sum(sum(result[column].values()) for column in columns)
     print(f"[stress] {failed} failures in {len(columns)} x {args.runs} runs")
     return 1 if failed else 0
