@@ -13,10 +13,11 @@ SPIN_DECOUPLER_FUZZ_STEPS steps each here (--fuzz-steps, 150; 1500 in the suite)
 takes two to three and a half minutes, so 30 + 30 take about three hours.
 
 The columns alternate, so a gate cut short has measured both alike. The result names the
-code it measured: the commit and a fingerprint of every file the tests run (src/, test/,
-the requirements, the pytest settings, ./ws). ``--resume`` adds runs to a gate whose
-fingerprint, test list and fuzz steps are this checkout's, and refuses otherwise: a gate
-may span sessions, never two versions of the code.
+code it measured: the commit and a fingerprint of every file the tests run (src/, the test
+modules it runs and their helpers, the requirements, the pytest settings, ./ws; not the
+unit or launch tests). ``--resume`` adds runs to a gate whose commit had the same files,
+test list and fuzz steps as this checkout, and refuses otherwise, naming what changed: a
+gate may span sessions, never two versions of the code it runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,39 +72,80 @@ TESTS = (
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
 )
 COLUMNS = ("idle", "busy_core")
-# What the gate's tests run: a change to any of these makes a new gate.
+# What the gate's tests run: the packages, the requirements, the pytest settings, ./ws and
+# the test tree, less the test modules the gate neither runs nor imports (the unit tests,
+# the launch tests, the other integration modules). A change to any of it makes a new gate.
 MEASURED_PATHS = ("src", "test", "requirements", "pyproject.toml", "ws")
+TEST_IMPORT = re.compile(r"^(?:from|import) (test_\w+)", re.MULTILINE)
 
 
 def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
 
-def measured_code() -> dict[str, Any]:
-    """The commit, and a fingerprint of the files the tests run (None if any of them has
+def gated_modules(commit: str, tests: list[str]) -> set[str]:
+    """The test modules the gate runs at ``commit``, and those they import, transitively."""
+    pending = {test.split("::")[0] for test in tests}
+    modules: set[str] = set()
+    while pending:
+        path = pending.pop()
+        if path in modules:
+            continue
+        modules.add(path)
+        source = git("show", f"{commit}:{path}")
+        folder = path.rsplit("/", 1)[0]
+        pending |= {f"{folder}/{name}.py" for name in TEST_IMPORT.findall(source)} - modules
+    return modules
+
+
+def measured(path: str, modules: set[str]) -> bool:
+    """Whether the gate's tests run ``path`` (one of MEASURED_PATHS' files)."""
+    if path.startswith(("test/unit/", "test/launch/")):
+        return False
+    is_test_module = path.startswith("test/") and path.rsplit("/", 1)[-1].startswith("test_")
+    return not is_test_module or path in modules
+
+
+def measured_files(commit: str, tests: list[str]) -> list[str]:
+    """``git ls-tree`` lines (mode, blob, path) of every file the gate's tests run at ``commit``."""
+    modules = gated_modules(commit, tests)
+    listing = git("ls-tree", "-r", commit, "--", *MEASURED_PATHS).splitlines()
+    return [line for line in listing if measured(line.split("\t", 1)[1], modules)]
+
+
+def fingerprint(commit: str, tests: list[str]) -> str:
+    return hashlib.sha256("\n".join(measured_files(commit, tests)).encode()).hexdigest()[:16]
+
+
+def measured_code(tests: list[str]) -> dict[str, Any]:
+    """The commit, and the fingerprint of the files the tests run (None if any of them has
     uncommitted changes: such a gate cannot be resumed, as its code is in no commit)."""
-    dirty = git("status", "--porcelain", "--", *MEASURED_PATHS).strip()
-    listing = git("ls-tree", "-r", "HEAD", "--", *MEASURED_PATHS)
-    return {
-        "commit": git("rev-parse", "HEAD").strip(),
-        "fingerprint": None if dirty else hashlib.sha256(listing.encode()).hexdigest()[:16],
-    }
+    commit = git("rev-parse", "HEAD").strip()
+    modules = gated_modules(commit, tests)
+    status = git("status", "--porcelain", "--untracked-files=all", "--", *MEASURED_PATHS).splitlines()
+    dirty = any(measured(line[3:].split(" -> ")[-1], modules) for line in status)
+    return {"commit": commit, "fingerprint": None if dirty else fingerprint(commit, tests)}
 
 
 def resumable(previous: dict[str, Any], result: dict[str, Any]) -> str | None:
-    """Why ``previous`` cannot be continued by this gate, or None if it can."""
-    if previous.get("code", {}).get("fingerprint") is None:
-        return "it names no fingerprint (its code had uncommitted changes, or it predates fingerprints)"
+    """Why ``previous`` cannot be continued by this gate, or None if it can. The
+    fingerprints compared are both taken by this checkout's rule, of the previous gate's
+    commit and of this one: the rule may change, the comparison stays like for like."""
+    if "code" not in previous:
+        return "it names no commit (it predates fingerprints)"
     if result["code"]["fingerprint"] is None:
-        return f"this checkout has uncommitted changes under {', '.join(MEASURED_PATHS)}"
+        return "this checkout has uncommitted changes in the files the gate's tests run"
     for key, what in (("tests", "test list"), ("fuzz_steps", "fuzz steps")):
         if previous.get(key) != result[key]:
             return f"its {what} differs from this gate's"
-    if previous["code"]["fingerprint"] != result["code"]["fingerprint"]:
-        return (
-            f"it measured other code (commit {previous['code']['commit'][:10]}, fingerprint "
-            f"{previous['code']['fingerprint']}; this checkout: {result['code']['fingerprint']})"
-        )
+    if previous["code"]["fingerprint"] is None:
+        return "its code had uncommitted changes"
+    before = fingerprint(previous["code"]["commit"], result["tests"])
+    if before != result["code"]["fingerprint"]:
+        earlier = set(measured_files(previous["code"]["commit"], result["tests"]))
+        changed = earlier ^ set(measured_files("HEAD", result["tests"]))
+        paths = sorted({line.split("\t", 1)[1] for line in changed})
+        return f"the files its tests run changed since {previous['code']['commit'][:10]}: {', '.join(paths[:8])}"
     return None
 
 
@@ -217,7 +260,7 @@ def main() -> int:
         "runs": args.runs,
         "fuzz_steps": args.fuzz_steps,
         "tests": args.tests,
-        "code": measured_code(),
+        "code": measured_code(args.tests),
         "details": {},
     }
     outcomes = {column: new_column() for column in columns}
