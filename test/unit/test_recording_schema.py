@@ -79,3 +79,45 @@ def test_a_recording_cut_short_by_a_kill_reads_up_to_its_last_whole_chunk(tmp_pa
         for _, _, _, decoded in reader.iter_decoded_messages(log_time_order=False):
             seqs.append(decoded.seq)
     assert 2000 < len(seqs) < 5000 and seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_finished_recording_holds_what_rosbag2s_mcap_reader_reads(tmp_path: Path) -> None:
+    """rosbag2's MCAP plugin (rosbag2_storage_mcap 0.32.0, Kilted: src/mcap_storage.cpp,
+    ``read_metadata``) takes a bag's counts and times from the summary's Statistics record,
+    each topic's type from its schema's name and its serialization format from the
+    channel's message encoding: all of them must be there, as ros2 bag writes them."""
+    import re
+
+    from builtin_interfaces.msg import Duration
+    from mcap.reader import make_reader
+
+    from spin_decoupler_msgs.msg import StepCommand, StepResult
+    from spin_decoupler_ros.rl.recording import RunRecorder
+
+    recorder = RunRecorder(tmp_path / "run.mcap")
+    for seq in range(1, 4):
+        recorder.write("/panda/step_command", StepCommand(seq=seq, action=[0.1] * 3, duration=Duration(nanosec=10**8)))
+        recorder.write("/panda/step_result", StepResult(seq=seq, observation=[float(seq)] * 17))
+    recorder.write("/panda/step_command", StepCommand(seq=4, kind=StepCommand.FINISH))
+    recorder.close()
+
+    with open(tmp_path / "run.mcap", "rb") as file:
+        reader = make_reader(file)
+        assert reader.get_header().profile == "ros2"
+        summary = reader.get_summary()
+    assert summary is not None and summary.statistics is not None
+    statistics = summary.statistics
+    counts = {summary.channels[channel].topic: count for channel, count in statistics.channel_message_counts.items()}
+    assert counts == {"/panda/step_command": 4, "/panda/step_result": 3}
+    assert statistics.message_count == 7
+    assert statistics.message_start_time <= statistics.message_end_time
+    types = {}
+    for channel in summary.channels.values():
+        schema = summary.schemas[channel.schema_id]
+        assert channel.message_encoding == "cdr" and schema.encoding == "ros2msg"
+        assert re.fullmatch(r"\w+/msg/\w+", schema.name)
+        types[channel.topic] = schema.name
+    assert types == {
+        "/panda/step_command": "spin_decoupler_msgs/msg/StepCommand",
+        "/panda/step_result": "spin_decoupler_msgs/msg/StepResult",
+    }
