@@ -20,6 +20,20 @@ from spin_decoupler_ros.tools.processes import ProcessGroup
 os.environ.update(LOCAL_DDS)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """SB3 makes a log folder for every learn() not given one: the tests' go under their own
+    temporary folder (the nodes they start inherit it), not the system's."""
+    folder = tmp_path_factory.mktemp("sb3_logs")
+    previous = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = previous
+
+
 @pytest.fixture
 def ros_domain(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """A private DDS domain for this test: in this process and in every process it starts."""

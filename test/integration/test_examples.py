@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import run_module
@@ -29,6 +30,7 @@ def test_first_order_plant_run_trains_and_beats_the_zero_action_baseline(
     assert results["mean_tracking_error"] < results["zero_action_tracking_error"]
     assert (run_dir / "model.zip").exists()
     assert "agent ready" in (run_dir / "agent.log").read_text()
+    assert_recorded(run_dir, "/plant", "SAC", min_steps=400)
 
 
 @pytest.mark.slow
@@ -61,3 +63,35 @@ def test_lunar_lander_run_trains_and_reports_the_mean_evaluation_return(
     assert results["eval_episodes"] == 2 and results["frames_per_step"] == 4
     assert -1000.0 < results["mean_return"] < 400.0  # a real LunarLander return, not a placeholder
     assert (run_dir / "model.zip").exists()
+    assert_recorded(run_dir, "/lander", "PPO", min_steps=1024)
+
+
+def assert_recorded(run_dir: Path, namespace: str, algorithm: str, min_steps: int) -> None:
+    """An example's run is a recording too: run.mcap holds the agent's commands (each once,
+    in order), one answer for each, its timing and its status; TensorBoard holds SB3's
+    scalars and the timing ones."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spin_decoupler_msgs.msg import StepCommand
+
+    by_topic: dict[str, list[Any]] = {}
+    with open(run_dir / "run.mcap", "rb") as file:
+        reader = make_reader(file, decoder_factories=[DecoderFactory()])
+        for _, channel, _, decoded in reader.iter_decoded_messages():
+            by_topic.setdefault(channel.topic, []).append(decoded)
+    topics = {f"{namespace}/{name}" for name in ("step_command", "step_result", "step_timing", "status")}
+    assert set(by_topic) == topics, sorted(by_topic)
+    steps = [command for command in by_topic[f"{namespace}/step_command"] if command.kind == StepCommand.STEP]
+    episodes: dict[bytes, list[int]] = {}
+    for command in steps:
+        episodes.setdefault(bytes(command.episode_id.uuid), []).append(command.seq)
+    for seqs in episodes.values():
+        assert seqs == list(range(1, len(seqs) + 1)), seqs
+    answers = [answer.seq for answer in by_topic[f"{namespace}/step_result"] if answer.seq > 0]
+    assert answers == [command.seq for command in steps]
+    assert len(steps) >= min_steps
+    (events,) = run_dir.glob(f"tensorboard/{algorithm}_1/events.out.tfevents.*")
+    tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    assert {"timing/lat_p50_ms", "timing/think_p99_ms", "timing/late_tick_percent"} <= set(tags), tags

@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         TimingScalarsCallback,
         plot_lat_histogram,
         plot_learning_curve,
+        tensorboard_folder,
         write_results,
     )
     from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
@@ -394,13 +395,6 @@ RUN_FOLDER_README = """\
 """
 
 
-def tensorboard_folder(run_dir: Path) -> str | None:
-    """Where SB3 writes TensorBoard scalars: ``<run>/tensorboard``, where tensorboard is installed."""
-    import importlib.util
-
-    return str(run_dir / "tensorboard") if importlib.util.find_spec("tensorboard") else None
-
-
 def clients_of(closing: Any, client: RLClient) -> list[RLClient]:
     """Every agent's client: a VecEnv's, or the one env's."""
     return list(getattr(closing, "clients", [client]))
@@ -413,11 +407,9 @@ def start_recording(
     states (one in ``joint_states_every``) and the trajectories its agent sends."""
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from spin_decoupler_ros.rl.recording import RunRecorder, next_recording_path
+    from spin_decoupler_ros.rl.recording import record_clients
 
-    recorder = RunRecorder(next_recording_path(run_dir))
-    for agent_client in clients:
-        agent_client.channel.record_to(recorder)
+    recorder = record_clients(run_dir, clients)
     commands_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
     for namespace in namespaces:
         remaps = robot_remaps(namespace)

@@ -121,6 +121,15 @@ def next_recording_path(run_dir: Path) -> Path:
     return path
 
 
+def record_clients(run_dir: Path, clients: list[Any]) -> RunRecorder:
+    """run.mcap (run.N.mcap for a resumed run) holding each client's traffic with its agent:
+    commands, answers, timing and status. Close it when the run ends."""
+    recorder = RunRecorder(next_recording_path(run_dir))
+    for client in clients:
+        client.channel.record_to(recorder)
+    return recorder
+
+
 class RunRecorder:
     """Writes serialized messages to one MCAP file; safe to call from executor callbacks."""
 

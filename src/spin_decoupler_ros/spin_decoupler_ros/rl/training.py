@@ -256,6 +256,13 @@ class ProgressCallback(BaseCallback):
         return True
 
 
+def tensorboard_folder(run_dir: Path) -> str | None:
+    """Where SB3 writes TensorBoard scalars: ``<run>/tensorboard``, where tensorboard is installed."""
+    import importlib.util
+
+    return str(run_dir / "tensorboard") if importlib.util.find_spec("tensorboard") else None
+
+
 def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
     """``<run_dir>/results.json``: the run's figures, for people and for tests."""
     run_dir.mkdir(parents=True, exist_ok=True)

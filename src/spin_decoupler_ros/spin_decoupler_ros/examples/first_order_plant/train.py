@@ -17,9 +17,15 @@ import time
 import numpy as np
 
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
-from spin_decoupler_ros.params import declare_float, declare_int
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
+from spin_decoupler_ros.rl.recording import record_clients
+from spin_decoupler_ros.rl.training import (
+    FreezeGarbageCollector,
+    TimingScalarsCallback,
+    tensorboard_folder,
+    write_results,
+)
 from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "first_order_plant_train"
@@ -35,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     episode_steps = declare_int(node, "episode_steps", 50, "steps per episode", low=2)
     learning_rate = declare_float(node, "learning_rate", 1e-3, "SAC learning rate", low=1e-7, high=1.0)
     torch_threads = declare_int(node, "torch_threads", 1, "torch threads in the learner (1 keeps a core free)", low=1)
+    record = declare_bool(
+        node, "record", True, "record the run in run.mcap (ros2 bag MCAP layout): steps, answers, timing, agent status"
+    )
     run_dir = declare_run_dir(node, "first_order_plant", "where results.json goes")
     if run_dir is None:
         client.close()
@@ -46,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(torch_threads)
     env = PlantTrackingEnv(client=client, max_episode_steps=episode_steps)
+    recorder = record_clients(run_dir, [client]) if record else None
     log = node.get_logger()
     try:
         baseline = mean_tracking_error(env, lambda obs: np.zeros(1), eval_episodes, seed=10_000)
@@ -61,9 +71,13 @@ def main(argv: list[str] | None = None) -> int:
             policy_kwargs={"net_arch": [64, 64]},
             seed=seed,
             verbose=0,
+            tensorboard_log=tensorboard_folder(run_dir),
         )
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps, callback=FreezeGarbageCollector())
+        model.learn(
+            total_timesteps=total_timesteps,
+            callback=[TimingScalarsCallback([client.channel]), FreezeGarbageCollector()],
+        )
         train_s = time.monotonic() - started
         trained = mean_tracking_error(
             env, lambda obs: model.predict(obs, deterministic=True)[0], eval_episodes, seed=10_000
@@ -86,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         env.close()
+        if recorder is not None:
+            recorder.close()
     return 0
 
 

@@ -18,9 +18,15 @@ from typing import Any
 import numpy as np
 
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
-from spin_decoupler_ros.params import declare_float, declare_int
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector, write_results
+from spin_decoupler_ros.rl.recording import record_clients
+from spin_decoupler_ros.rl.training import (
+    FreezeGarbageCollector,
+    TimingScalarsCallback,
+    tensorboard_folder,
+    write_results,
+)
 from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "lunar_lander_train"
@@ -73,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     gamma = declare_float(node, "gamma", PPO_SETTINGS["gamma"], "discount per RL step", low=0.0, high=1.0)
     torch_threads = declare_int(node, "torch_threads", 1, "torch threads in the learner (1 keeps a core free)", low=1)
+    record = declare_bool(
+        node, "record", True, "record the run in run.mcap (ros2 bag MCAP layout): steps, answers, timing, agent status"
+    )
     run_dir = declare_run_dir(node, "lunar_lander", "where the model and results.json go")
     if run_dir is None:
         client.close()
@@ -83,12 +92,18 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(torch_threads)
     env = LunarLanderEnv(client=client)
+    recorder = record_clients(run_dir, [client]) if record else None
     log = node.get_logger()
     log.info(f"training PPO for {total_timesteps} steps, {env.frames_per_step} frames per step")
     try:
-        model = make_ppo(env, seed=seed, learning_rate=learning_rate, gamma=gamma)
+        model = make_ppo(
+            env, seed=seed, learning_rate=learning_rate, gamma=gamma, tensorboard_log=tensorboard_folder(run_dir)
+        )
         started = time.monotonic()
-        model.learn(total_timesteps=total_timesteps, callback=FreezeGarbageCollector())
+        model.learn(
+            total_timesteps=total_timesteps,
+            callback=[TimingScalarsCallback([client.channel]), FreezeGarbageCollector()],
+        )
         train_s = time.monotonic() - started
         mean_return, std_return = evaluate(model, env, eval_episodes, seed=10_000)
         results = {
@@ -109,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         env.close()
+        if recorder is not None:
+            recorder.close()
     return 0
 
 
