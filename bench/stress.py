@@ -23,11 +23,13 @@ gate may span sessions, never two versions of the code it runs.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,6 +74,7 @@ TESTS = (
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
 )
 COLUMNS = ("idle", "busy_core")
+PR_SET_PDEATHSIG = 1
 # What the gate's tests run: the packages, the requirements, the pytest settings, ./ws and
 # the test tree, less the test modules the gate neither runs nor imports (the unit tests,
 # the launch tests, the other integration modules). A change to any of it makes a new gate.
@@ -149,10 +152,17 @@ def resumable(previous: dict[str, Any], result: dict[str, Any]) -> str | None:
     return None
 
 
+def end_with_the_gate(sig: int = signal.SIGTERM) -> None:
+    """In a child: the kernel sends ``sig`` when the gate dies, however it dies (Linux)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
 def start_hog() -> subprocess.Popen[bytes]:
     """A busy loop pinned to core 0: the tests keep both cores, one of them shared."""
 
     def pin() -> None:
+        end_with_the_gate(signal.SIGKILL)
         os.sched_setaffinity(0, {0})
 
     return subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin)
@@ -191,6 +201,7 @@ def run_once(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=end_with_the_gate,  # pytest stops its nodes on SIGTERM
             check=False,
         )
         seconds = time.monotonic() - started
