@@ -92,6 +92,7 @@ def assert_recorded(run_dir: Path, namespace: str, algorithm: str, min_steps: in
     answers = [answer.seq for answer in by_topic[f"{namespace}/step_result"] if answer.seq > 0]
     assert answers == [command.seq for command in steps]
     assert len(steps) >= min_steps
+    assert "tensorboard --logdir" in (run_dir / "README.md").read_text()
     (events,) = run_dir.glob(f"tensorboard/{algorithm}_1/events.out.tfevents.*")
     tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
     assert {"timing/lat_p50_ms", "timing/think_p99_ms", "timing/late_tick_percent"} <= set(tags), tags

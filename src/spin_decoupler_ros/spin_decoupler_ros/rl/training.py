@@ -256,6 +256,25 @@ class ProgressCallback(BaseCallback):
         return True
 
 
+EXAMPLE_RUN_README = """\
+# {title}
+
+- results.json: the evaluation; model.zip: the trained policy
+- run.mcap: the run's messages (commands, answers, timing, agent status), ros2 bag's MCAP
+  layout: ros2 bag info run.mcap, ros2 bag play run.mcap, or open it in Foxglove or PlotJuggler
+- tensorboard/: SB3's scalars and the timing ones (timing/*): tensorboard --logdir tensorboard
+- *.log: each node's log
+"""
+
+
+def describe_run_folder(run_dir: Path, title: str) -> None:
+    """A README.md in an example's run folder: what each file is and how to open it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    readme = run_dir / "README.md"
+    if not readme.exists():
+        readme.write_text(EXAMPLE_RUN_README.format(title=title))
+
+
 def tensorboard_folder(run_dir: Path) -> str | None:
     """Where SB3 writes TensorBoard scalars: ``<run>/tensorboard``, where tensorboard is installed."""
     import importlib.util

@@ -23,6 +23,7 @@ from spin_decoupler_ros.rl.recording import record_clients
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
     TimingScalarsCallback,
+    describe_run_folder,
     tensorboard_folder,
     write_results,
 )
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(torch_threads)
     env = PlantTrackingEnv(client=client, max_episode_steps=episode_steps)
     recorder = record_clients(run_dir, [client]) if record else None
+    describe_run_folder(run_dir, "A first-order plant run")
     log = node.get_logger()
     try:
         baseline = mean_tracking_error(env, lambda obs: np.zeros(1), eval_episodes, seed=10_000)

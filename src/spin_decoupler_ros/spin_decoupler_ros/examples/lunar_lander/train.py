@@ -24,6 +24,7 @@ from spin_decoupler_ros.rl.recording import record_clients
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
     TimingScalarsCallback,
+    describe_run_folder,
     tensorboard_folder,
     write_results,
 )
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(torch_threads)
     env = LunarLanderEnv(client=client)
     recorder = record_clients(run_dir, [client]) if record else None
+    describe_run_folder(run_dir, "A LunarLander run")
     log = node.get_logger()
     log.info(f"training PPO for {total_timesteps} steps, {env.frames_per_step} frames per step")
     try:
