@@ -160,7 +160,8 @@ core_tests() {
 # timing bound (those run on Kilted, and under the stress gate); the full suite runs with
 # ./ws --distro jazzy test.
 JAZZY_TESTS=(test/unit test/integration/test_env_and_skeletons.py test/integration/test_names.py
-             test/integration/test_readme.py test/integration/test_config_errors.py)
+             test/integration/test_readme.py test/integration/test_config_errors.py
+             test/integration/test_dds_profile_applied.py)
 jazzy_tests() {
   say "on ROS 2 Jazzy's wheels: ${JAZZY_TESTS[*]}"
   "$ROOT/ws" --distro jazzy test -q "${JAZZY_TESTS[@]}"

@@ -10,7 +10,9 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test"]),
-    package_data={package_name: ["fastdds_profile.xml", "fastdds_localhost.xml"]},
+    package_data={
+        package_name: ["fastdds_profile.xml", "fastdds_localhost.xml", "fastrtps_profile.xml", "fastrtps_localhost.xml"]
+    },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{package_name}"]),
         (f"share/{package_name}", ["package.xml"]),

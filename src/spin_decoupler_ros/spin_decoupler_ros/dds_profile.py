@@ -1,6 +1,7 @@
 """The DDS profile the decoupler's processes run with (Fast DDS, the ROS 2 default).
 
-Two settings, in ``fastdds_profile.xml`` (docs/timing.md, "Lost samples"):
+Two settings, in ``fastdds_profile.xml`` (``fastrtps_profile.xml`` for Fast DDS 2)
+(docs/timing.md, "Lost samples"):
 - UDP only: Fast DDS's shared-memory transport loses samples to and from a process that
   was stopped (SIGSTOP, a debugger, a paused VM) once it runs again, and a reliable
   topic holds every later sample until the lost one is repaired;
@@ -17,6 +18,7 @@ DDS participant reads its profiles. A profile the user chose is left alone.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
@@ -24,10 +26,37 @@ PROFILE = Path(__file__).with_name("fastdds_profile.xml")
 # The same, with discovery kept to this host: ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 # would make rmw_fastrtps choose the transports itself, shared memory among them.
 LOCALHOST_PROFILE = Path(__file__).with_name("fastdds_localhost.xml")
-# Fast DDS 3 (Jazzy and later) reads the first; Fast DDS 2 (Humble) the second. Only one
-# is set: where both are, rmw_fastrtps loads the file twice, and says so with an error.
+# Both again in Fast DDS 2's element names (heartbeatPeriod for 3's heartbeat_period):
+# each release refuses a file in the other's (test_dds_profile.py holds them equal).
+FAST_DDS_2_PROFILES = {
+    PROFILE: PROFILE.with_name("fastrtps_profile.xml"),
+    LOCALHOST_PROFILE: LOCALHOST_PROFILE.with_name("fastrtps_localhost.xml"),
+}
+# Fast DDS 3 (Kilted and later) reads the first; Fast DDS 2 (Humble 2.6, Jazzy 2.14) only
+# the second. Only one is set: where both are, Fast DDS 3 loads the file twice, and says
+# so with an error. (test_dds_profile_applied.py: no shared memory on the profile.)
 PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
-FAST_DDS_2_DISTROS = ("humble",)
+FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+# Before Iron, discovery is kept to the host by ROS_LOCALHOST_ONLY; since, by
+# ROS_AUTOMATIC_DISCOVERY_RANGE.
+LOCALHOST_ONLY_DISTROS = ("humble",)
+
+
+def fast_dds_2(environ: Mapping[str, str]) -> bool:
+    """Whether the Fast DDS that processes started with ``environ`` load is a 2.x: by
+    ROS_DISTRO, or where it is unset (ROS 2 from PyPI wheels) by the library installed
+    under the environment's prefixes (Fast DDS 2 is libfastrtps, 3 is libfastdds)."""
+    distro = environ.get("ROS_DISTRO", "")
+    if distro:
+        return distro in FAST_DDS_2_DISTROS
+    prefixes = [prefix for prefix in environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if prefix]
+    for prefix in prefixes or [sys.prefix]:
+        library = Path(prefix) / "lib"
+        if any(library.glob("libfastrtps.so.2*")):
+            return True
+        if any(library.glob("libfastdds.so.3*")):
+            return False
+    return False
 
 
 def dds_environment(environ: Mapping[str, str], *, localhost: bool = False) -> dict[str, str]:
@@ -37,12 +66,14 @@ def dds_environment(environ: Mapping[str, str], *, localhost: bool = False) -> d
     rmw = environ.get("RMW_IMPLEMENTATION", "") or "rmw_fastrtps_cpp"
     if not rmw.startswith("rmw_fastrtps") or any(environ.get(name) for name in PROFILE_VARIABLES):
         return {}
-    fast_dds_2 = environ.get("ROS_DISTRO", "") in FAST_DDS_2_DISTROS
-    variable = PROFILE_VARIABLES[1] if fast_dds_2 else PROFILE_VARIABLES[0]
-    variables = {variable: str(LOCALHOST_PROFILE if localhost else PROFILE)}
+    profile = LOCALHOST_PROFILE if localhost else PROFILE
+    if fast_dds_2(environ):
+        variables = {PROFILE_VARIABLES[1]: str(FAST_DDS_2_PROFILES[profile])}
+    else:
+        variables = {PROFILE_VARIABLES[0]: str(profile)}
     if localhost:
         # Discovery as the profile says (rmw_fastrtps otherwise sets its own up).
-        if fast_dds_2:
+        if environ.get("ROS_DISTRO", "") in LOCALHOST_ONLY_DISTROS:
             variables["ROS_LOCALHOST_ONLY"] = "0"
         else:
             variables["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SYSTEM_DEFAULT"
