@@ -40,6 +40,17 @@ CONFIG = find_config("panda_reach.yaml", package="franka_agent")
 # controller and agent are deployed (README: The Franka Emika Panda), where allowed.
 REALTIME = int(os.environ.get("SPIN_DECOUPLER_TEST_REALTIME", "10"))
 TCP = slice(14, 17)
+WORKSPACE_LOW, WORKSPACE_HIGH = np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8])
+# How far the measured hand may be outside the workspace box, which bounds every commanded
+# point (the mock checks each): the joint controller's tracking error with franka_ros2's
+# gains, at the limits. Measured over 1,500 adversarial steps flat out: 2.2 cm in ee_delta
+# (its Cartesian speed and acceleration limits), 5.2 cm in joint_delta (docs/faults.md).
+HAND_STRAY = {"ee_delta": 0.035, "joint_delta": 0.08}  # m
+
+
+def hand_outside_box(tcp: np.ndarray) -> float:
+    """How far (m) the measured hand ``tcp`` is outside the workspace box; 0 inside."""
+    return float(max(np.max(WORKSPACE_LOW - tcp), np.max(tcp - WORKSPACE_HIGH), 0.0))
 
 
 def start_panda(processes: ProcessGroup, log_dir: Path, speed: float = 4.0, **agent: object) -> None:
@@ -147,12 +158,16 @@ def test_adversarial_actions_never_violate_the_limits(panda_client: RLClient, pa
     rng = np.random.default_rng(3)
     panda_client.reset(seed=1)
     action = np.ones(3)
-    for _ in range(150):
+    for step in range(150):
         action = -action if pattern == "flip" else rng.choice([-1.0, 1.0], size=3)
         answer = panda_client.step(action)
-    # The hand stayed in the agent's workspace box, and the mock saw no bad command.
-    assert np.all(answer.observation[TCP] >= np.array([0.2, -0.45, 0.05]) - 1e-3)
-    assert np.all(answer.observation[TCP] <= np.array([0.75, 0.45, 0.8]) + 1e-3)
+        # The measured hand, at every step: within the box but for the tracking error.
+        assert hand_outside_box(answer.observation[TCP]) <= HAND_STRAY["ee_delta"], (step, answer.observation[TCP])
+    # Held (0.5 s of zero actions), the hand is back in the box, but for the few mm of
+    # tracking error left; and the mock saw no bad command.
+    for _ in range(5):
+        held = panda_client.step([0.0, 0.0, 0.0]).observation
+    assert hand_outside_box(held[TCP]) <= 5e-3, held[TCP]
     assert limit_violations() == 0
 
 
