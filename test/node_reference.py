@@ -228,7 +228,7 @@ def declared_in_source(path: Path) -> list[str]:
 def describe_trainer(title: str, source: str, executable: str) -> list[str]:
     lines = [f"## {title}", "", f"`ros2 run {executable}`: the RL side, an `RLClient` per agent: it is the client"]
     lines += ["of the agent's `episode` action, publishes `step_command`, subscribes to `status` and"]
-    lines += ["`description` (with the agent's QoS, above); recording or logging timing, also `step_timing`.", ""]
+    lines += ["`description` (with the agent's QoS, above); each answer (feedback) carries its step's StepTiming.", ""]
     lines += ["| parameter | type | default | allowed | description |", "|---|---|---|---|---|"]
     lines += [*declared_in_source(ROOT / source), ""]
     return lines

@@ -70,6 +70,7 @@ def test_a_recording_cut_short_by_a_kill_reads_up_to_its_last_whole_chunk(tmp_pa
     recorder = RunRecorder(tmp_path / "run.mcap")
     for seq in range(1, 5001):
         recorder.write("/step_result", StepResult(seq=seq, observation=[float(seq)] * 23))
+        recorder.flush()  # as the client does each step
     recorder._file.flush()  # what a kill leaves: the whole chunks written so far, no summary
     shutil.copy(tmp_path / "run.mcap", tmp_path / "killed.mcap")
     recorder.close()

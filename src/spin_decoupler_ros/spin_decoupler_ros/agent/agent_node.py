@@ -417,7 +417,6 @@ class AgentNode(LifecycleNode):
         self._faulted_hold_logged = False
         self._stopped_reason: str | None = None  # the robot stopped and a person must act
         self._feedback_msg = Episode.Feedback()
-        self._timing_msg = StepTiming()
 
         self._last_duration_ns = 0  # the last observed action's, for the learner's think time
         self._diagnostics = AgentDiagnostics(self, diagnostics_period, self._health_checks)
@@ -708,7 +707,7 @@ class AgentNode(LifecycleNode):
             self._apply_current()
             self._commanded(now)
         if observed:
-            self._publish_timing(now)
+            self._timing_pub.publish(self._feedback_msg.timing)  # (after the commands: it is for logs)
         return runs
 
     def _check_the_clock_waits(self, now: int) -> None:
@@ -810,6 +809,7 @@ class AgentNode(LifecycleNode):
         self._world.observed(now)
         self._last_duration_ns = 0
         self._tick_monitor.start_step()
+        self._feedback_msg.timing = StepTiming()  # a reset's answer times no step
         self._publish_answer(
             handle, 0, obs, None, now, lat_ns=0, hold_ns=0, duration_ns=0, received_ns=handle.received_ns
         )
@@ -824,6 +824,7 @@ class AgentNode(LifecycleNode):
             return False
         reward = self._call_hook("agent_reward", self.agent_reward)
         self._last_duration_ns = now - step.start_ns
+        self._fill_timing(self._feedback_msg.timing, episode.episode_id, step, now)
         self._publish_answer(
             handle,
             step.seq,
@@ -864,15 +865,11 @@ class AgentNode(LifecycleNode):
         result.error = ""
         handle.goal_handle.publish_feedback(self._feedback_msg)
 
-    def _publish_timing(self, now: int) -> None:
-        """Publish the StepTiming of the step just observed (after the answer: it is for logs)."""
-        step = self._current_step
-        episode = self._protocol.episode
-        if step is None or episode is None:
-            return
+    def _fill_timing(self, timing: StepTiming, episode_id: bytes, step: StepStart, now: int) -> None:
+        """The StepTiming of ``step``, observed at ``now``: sent with its answer, and on
+        ``step_timing`` for logs."""
         stats = self._tick_monitor.start_step()
-        timing = self._timing_msg
-        timing.episode_id.uuid = np.frombuffer(episode.episode_id, dtype=np.uint8)
+        timing.episode_id.uuid = np.frombuffer(episode_id, dtype=np.uint8)
         timing.seq = step.seq
         set_stamp(timing.action_start, step.start_ns)
         set_stamp(timing.lat, step.lat_ns)
@@ -881,7 +878,6 @@ class AgentNode(LifecycleNode):
         timing.control_ticks = stats.ticks
         timing.late_ticks = stats.late_ticks
         set_stamp(timing.max_period, stats.max_period_ns)
-        self._timing_pub.publish(timing)
 
     def _on_watchdog(self, now: int) -> None:
         episode = self._protocol.episode

@@ -25,8 +25,8 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from spin_decoupler_msgs.action import Episode
-from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
-from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, TIMING_QOS, outcome_name
+from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
+from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
     float64_field,
@@ -106,6 +106,11 @@ def make_client_id(node: Node) -> str:
     return f"{node.get_fully_qualified_name()}-{uuid.uuid4().hex[:8]}"
 
 
+# Recorded messages written at once, while the agent runs a step (about five steps'
+# worth: fewer calls, and still far shorter than any action).
+RECORD_BATCH = 16
+
+
 class AgentChannel:
     """One agent, seen from the RL side. Not thread-safe: use it from the spinning thread.
 
@@ -144,40 +149,32 @@ class AgentChannel:
         self._finishing = False
         self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
         self._recorder: RunRecorder | None = None
-        self._timing_sub: Any = None
-        self.control_ticks = 0  # totals of the agent's StepTiming, once watch_timing() ran
+        # Totals of the StepTiming that comes with each answer (Episode feedback).
+        self.control_ticks = 0
         self.late_ticks = 0
 
-    def watch_timing(self) -> None:
-        """Follow the agent's ``step_timing`` (control and late ticks per step)."""
-        if self._timing_sub is None:
-            self._timing_sub = self.node.create_subscription(
-                StepTiming, join_name(self.namespace, "step_timing"), self._on_timing, TIMING_QOS
-            )
-
-    def _on_timing(self, msg: StepTiming) -> None:
-        self.control_ticks += msg.control_ticks
-        self.late_ticks += msg.late_ticks
-        if self._recorder is not None:
-            self._recorder.write(self._timing_sub.topic_name, msg)
-
     def record_to(self, recorder: RunRecorder) -> None:
-        """Record this channel's traffic (commands, answers, timing, status) with ``recorder``."""
+        """Record this channel's traffic (commands, answers, their timing, status) with
+        ``recorder``, all as it passes through this client: no subscription of its own."""
         self._recorder = recorder
-        self.watch_timing()
         if self.status is not None:
             recorder.write(self._status_sub.topic_name, self.status)
 
     def stop_recording(self) -> None:
-        """Stop recording (and following the agent's ``step_timing``); ``record_to`` resumes."""
+        """Stop recording; ``record_to`` resumes."""
         self._recorder = None
-        if self._timing_sub is not None:
-            self.node.destroy_subscription(self._timing_sub)
-            self._timing_sub = None
+
+    def _agent_topic(self, name: str) -> str:
+        """The agent's topic ``name``, as this client's node resolves it."""
+        return self._command_pub.topic_name.rsplit("/", 1)[0] + "/" + name
 
     def _record_command(self, msg: StepCommand) -> None:
+        """Record ``msg``, just sent; what waits to be written is written now, while the agent
+        runs it, a few steps' worth at a time (``RECORD_BATCH`` messages)."""
         if self._recorder is not None:
             self._recorder.write(self._command_pub.topic_name, msg)
+            if self._recorder.pending >= RECORD_BATCH:
+                self._recorder.flush()
 
     # -- discovery ----------------------------------------------------------------------
 
@@ -365,8 +362,14 @@ class AgentChannel:
         if goal_uuid != self._episode_uuid or self._pending is None:
             return  # an older episode's, or nothing asked
         result = feedback_msg.feedback.step
+        timing = feedback_msg.feedback.timing
+        if timing.seq > 0:  # (a reset's answer times no step)
+            self.control_ticks += timing.control_ticks
+            self.late_ticks += timing.late_ticks
         if self._recorder is not None:
-            self._recorder.write(self._command_pub.topic_name.rsplit("/", 1)[0] + "/step_result", result)
+            self._recorder.write(self._agent_topic("step_result"), result)
+            if timing.seq > 0:
+                self._recorder.write(self._agent_topic("step_timing"), timing)
         if result.seq != self._pending.seq:
             return  # late answer to a step we gave up on
         if result.error:
@@ -442,5 +445,3 @@ class AgentChannel:
         self.node.destroy_publisher(self._command_pub)
         self.node.destroy_subscription(self._description_sub)
         self.node.destroy_subscription(self._status_sub)
-        if self._timing_sub is not None:
-            self.node.destroy_subscription(self._timing_sub)

@@ -7,13 +7,19 @@ complete definition (rosbag2's docs/message_definition_encoding.md), so ``ros2 b
 info``/``play``, Foxglove and PlotJuggler open it. The ``mcap`` package writes it.
 
 Topics: ``<agent>/step_command`` (StepCommand, as sent), ``<agent>/step_result`` (the
-StepResult of each Episode feedback), ``<agent>/step_timing`` (StepTiming),
-``<agent>/status`` (AgentStatus), and any topic given to ``record_topic`` (e.g. the
-joint states, one in ``every``, and the trajectories sent to the controller).
+StepResult of each Episode feedback), ``<agent>/step_timing`` (the StepTiming the same
+feedback carries), ``<agent>/status`` (AgentStatus), and any topic given to
+``record_topic`` (e.g. the joint states, one in ``every``, and the trajectories sent to
+the controller).
+
+What passes through the client is stamped when it passes and written a few steps later,
+right after a command is sent, while the agent runs it: recording then adds nothing
+measurable to a step (bench step_overhead).
 
 A resumed run writes the next file, ``run.2.mcap``, beside the first. A run killed
-mid-write keeps what reached the disk, all but the chunk being filled; the file then
-lacks its summary, and a non-seeking reader reads it.
+mid-write keeps what reached the disk, all but the chunk being filled and the last few
+steps not yet written; the file then lacks its summary, and a non-seeking reader reads
+it (in the order written: sort by log time).
 
 Tests: ``test_recording_schema.py`` (schemas, a file cut short by a kill), and
 ``test_panda.py::test_short_training_run_starts_the_mock_set_and_writes_its_artifacts``
@@ -146,6 +152,7 @@ class RunRecorder:
         self._sequence: dict[str, int] = {}
         self._lock = threading.Lock()
         self._subscriptions: list[Any] = []
+        self._pending: list[tuple[str, Any, int]] = []
         self.messages = 0
         self.closed = False
 
@@ -175,10 +182,28 @@ class RunRecorder:
             self.messages += 1
 
     def write(self, topic: str, message: Any, log_time_ns: int | None = None) -> None:
-        """Record an rclpy message on ``topic``."""
+        """Record an rclpy message on ``topic``, stamped now; it is serialized and written at
+        the next ``flush`` (the client flushes while its agent runs the step it just sent:
+        recording then costs the step's path only this append). The message must not
+        change until then: the client records messages it makes or receives anew."""
+        stamp = time.time_ns() if log_time_ns is None else log_time_ns
+        with self._lock:
+            if not self.closed:
+                self._pending.append((topic, message, stamp))
+
+    @property
+    def pending(self) -> int:
+        """Messages given to ``write`` and not written yet."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Serialize and write what ``write`` was given so far."""
         from rclpy.serialization import serialize_message
 
-        self.write_serialized(topic, type_name_of(type(message)), serialize_message(message), log_time_ns)
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for topic, message, stamp in pending:
+            self.write_serialized(topic, type_name_of(type(message)), serialize_message(message), stamp)
 
     def record_topic(
         self, node: Node, topic: str, type_name: str, every: int = 1, qos: QoSProfile | None = None
@@ -207,6 +232,7 @@ class RunRecorder:
 
     def close(self) -> None:
         """Stop recording and write the file's summary (a file ros2 bag can index)."""
+        self.flush()
         with self._lock:
             if self.closed:
                 return

@@ -156,8 +156,6 @@ class TimingScalarsCallback(BaseCallback):
         self._next = every
 
     def _on_training_start(self) -> None:
-        for channel in self.channels:
-            channel.watch_timing()
         self._next = (self.model.num_timesteps // self.every + 1) * self.every
 
     def _on_step(self) -> bool:
