@@ -4,6 +4,8 @@ generic names at the root (/status, /step_command, /episode) are left to others.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,21 @@ from spin_decoupler_ros.rl.client import init_private_context
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 DECOUPLER_NAMES = ("status", "description", "step_command", "step_timing")
+
+
+def topic_names(node: Node) -> set[str]:
+    return {name for name, _ in node.get_topic_names_and_types()}
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Whether ``condition`` holds within ``timeout`` s (the graph caches fill from DDS
+    discovery's own threads: no spinning needed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_two_pipelines_and_a_foreign_status_topic_do_not_talk_to_each_other(
@@ -40,16 +57,20 @@ def test_two_pipelines_and_a_foreign_status_topic_do_not_talk_to_each_other(
             for _ in range(3):
                 assert arm.step(np.zeros(3)).observation.shape == (17,)
                 assert plant.step(np.array([0.5])).observation.shape == (2,)
+            # Each participant learns the graph by discovery, in its own time: each view is
+            # read once it holds what the check is about.
+            wanted = {f"{namespace}/{name}" for namespace in ("/panda", "/plant") for name in DECOUPLER_NAMES}
+            assert wait_until(lambda: wanted | {"/status", "/step_command"} <= topic_names(arm.node))
             topics = dict(arm.node.get_topic_names_and_types())
+            # The foreign node sees the clients' status subscriptions, so it would see any on
+            # its own /status.
+            assert wait_until(lambda: all(foreign.count_subscribers(f"{ns}/status") for ns in ("/panda", "/plant")))
+            assert foreign.count_subscribers("/status") == 0  # no agent or client listens to it
         # Each pipeline's names under its own namespace; the root's generic names are the
         # foreign software's alone, with its own type.
-        for namespace in ("/panda", "/plant"):
-            for name in DECOUPLER_NAMES:
-                assert f"{namespace}/{name}" in topics, (namespace, name)
         assert topics["/status"] == ["std_msgs/msg/String"]
         assert topics["/step_command"] == ["std_msgs/msg/String"]
         assert not [name for name in topics if name.startswith("/episode/")]
-        assert foreign.count_subscribers("/status") == 0  # no agent or client listens to it
     finally:
         foreign.destroy_node()
         context.try_shutdown()
