@@ -60,7 +60,8 @@ def test_two_pipelines_and_a_foreign_status_topic_do_not_talk_to_each_other(
             # Each participant learns the graph by discovery, in its own time: each view is
             # read once it holds what the check is about.
             wanted = {f"{namespace}/{name}" for namespace in ("/panda", "/plant") for name in DECOUPLER_NAMES}
-            assert wait_until(lambda: wanted | {"/status", "/step_command"} <= topic_names(arm.node))
+            wanted |= {"/status", "/step_command"}
+            assert wait_until(lambda: wanted <= topic_names(arm.node)), f"missing: {wanted - topic_names(arm.node)}"
             topics = dict(arm.node.get_topic_names_and_types())
             # The foreign node sees the clients' status subscriptions, so it would see any on
             # its own /status.
