@@ -1,7 +1,8 @@
 """Resource stability of a long training run, with and without checkpoints.
 
-The MuJoCo mock (flat out, lockstep) and the Panda agent as processes, the learner
-(SAC on PandaReachEnv, the config's hyperparameters) in this one: twice, side by side
+The MuJoCo mock (flat out, lockstep) and the Panda agent as processes under the main
+job's default timing model (``default_timing_model``: the recorded think times, replayed),
+the learner (SAC on PandaReachEnv, the config's hyperparameters) in this one: twice, side by side
 in one run, first without checkpoints, then writing one every ``--checkpoint-every``
 steps (rl/checkpoint.py: the model, the replay buffer, the logs' positions). RSS and
 open file descriptors of each process are read after a warm-up (``--warmup`` steps:
@@ -36,7 +37,7 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
     from stable_baselines3.common.monitor import Monitor
 
     from franka_agent.reach_task import PandaReachEnv
-    from franka_agent.robots import start_mock_robots
+    from franka_agent.robots import default_timing_model, start_mock_robots
     from franka_agent.train import make_model
     from spin_decoupler_ros.rl.checkpoint import CheckpointCallback
     from spin_decoupler_ros.rl.training import FreezeGarbageCollector, StepLogCallback
@@ -46,7 +47,9 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
     config = find_config("panda_reach.yaml", package="franka_agent")
     task = yaml.safe_load(config.read_text())["/**/panda_trainer"]["ros__parameters"]
     with ProcessGroup() as group, tempfile.TemporaryDirectory() as scratch:
-        (agent_namespace,) = start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=log_dir)
+        (agent_namespace,) = start_mock_robots(
+            group, config, 1, sim_speed=0.0, log_dir=log_dir, timing_model=default_timing_model(mock=True)
+        )
         processes = {p.name: psutil.Process(p.pid) for p in group.processes}  # mock_hardware, panda_agent
         processes["rl_side"] = psutil.Process(os.getpid())
 
@@ -134,6 +137,7 @@ def main() -> int:
             "measured_from_step": args.warmup,
             "steps_per_second": without["steps_per_second"],
             "learner": "SAC, config/panda_reach.yaml's hyperparameters, learning from step 1000",
+            "timing_model": "the main job's default: replay of the recorded think times",
         },
         "with_checkpoints": {
             "checkpoint_every": args.checkpoint_every,
