@@ -706,8 +706,10 @@ class AgentNode(LifecycleNode):
         if runs:
             self._apply_current()
             self._commanded(now)
-        if observed:
-            self._timing_pub.publish(self._feedback_msg.timing)  # (after the commands: it is for logs)
+        if observed and self._timing_pub.get_subscription_count() > 0:
+            # After the commands, and only for a listener: it is for logs (the client
+            # has each step's timing in its answer).
+            self._timing_pub.publish(self._feedback_msg.timing)
         return runs
 
     def _check_the_clock_waits(self, now: int) -> None:
@@ -905,6 +907,10 @@ class AgentNode(LifecycleNode):
         if msg.kind == StepCommand.STEP:
             if self._world.may_start(now):
                 self._begin_step(msg, now)
+                if self._self_clocked and not self._control_timer.is_canceled():
+                    # The step's ticks at once, in this callback: a short step is answered
+                    # without another round of the executor for the timer.
+                    self._simulate()
             elif self._waiting_command is not None:
                 waiting = self._waiting_command.seq
                 self._reject_step(episode_id, msg.seq, f"step {msg.seq} came while step {waiting} waits to start")
