@@ -321,7 +321,7 @@ def test_the_joint_move_checked_for_routes_is_the_one_the_reference_takes() -> N
         goal = np.clip(panda.HOME + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
         still = rng.random(7) < 0.3
         goal[still] = q[still]  # joints with nothing to do
-        times, path = rest_to_rest_path(q, goal, limits, 50)
+        times, path, velocities = rest_to_rest_path(q, goal, limits, 50)
         reference = ReferenceGenerator(limits.joints, q)
         reference.set_goal(goal)
         taken = np.array([q] + [reference.step(0.001)[0].copy() for _ in range(round(times.max() * 1000) + 5)])
@@ -329,6 +329,13 @@ def test_the_joint_move_checked_for_routes_is_the_one_the_reference_takes() -> N
         # Within what a millisecond's rounding of the time moves a joint at full speed.
         np.testing.assert_allclose(path, taken[np.round(times * 1000).astype(int)], atol=limits.velocity.max() * 6e-4)
         np.testing.assert_allclose(taken[-1], goal, atol=1e-9)
+        # Its velocities too (braking is checked from them): within what a few milliseconds
+        # of braking change (a joint arriving stops within its last step).
+        reference.reset(q)
+        reference.set_goal(goal)
+        speeds = [np.zeros(7)] + [reference.step(0.001)[1].copy() for _ in range(round(times.max() * 1000) + 5)]
+        at_times = np.array(speeds)[np.round(times * 1000).astype(int)]
+        np.testing.assert_allclose(velocities, at_times, atol=limits.acceleration.max() * 3e-3)
 
 
 def plan_joint_route(*args: object) -> list[np.ndarray] | None:
@@ -360,6 +367,56 @@ def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not
     np.testing.assert_array_equal(route[-1], start_pose)
     for start, end in zip([posture, *route], route, strict=False):
         assert lowest_excess(start, end) == 0.0
+
+
+def settle_home(motion: ArmMotion, goal: np.ndarray, seconds: float = 15.0, dt: float = 0.01) -> float | None:
+    """``move_home`` to ``goal`` from wherever ``motion`` is: the time it takes to rest
+    there (s), or None if it has not within ``seconds`` (the agent's reset_timeout)."""
+    motion.move_home(goal)
+    for tick in range(round(seconds / dt)):
+        motion.step(dt)
+        if motion.settled() and np.max(np.abs(motion.q - goal)) < 5e-3:
+            return tick * dt
+    return None
+
+
+def test_a_reset_route_is_one_the_box_guard_lets_through() -> None:
+    """A route is checked as the guard checks every step: the hand stays in the box on the
+    way and on braking from any point of it. This direct move keeps the hand 1 cm inside
+    the box, but braking from 1.1 rad/s on the way would not, so the guard braked, and from
+    rest there every step towards the goal took the hand out: held 2.1 rad short for good
+    (a fuzz run's reset, after adversarial joint actions)."""
+    limits = MotionLimits()
+    kinematics = PandaKinematics()
+    start = np.array([0.837, -0.084, -0.62, -2.295, -2.119, 0.069, -0.401])
+    goal = np.array([0.095, -0.805, 0.011, -2.256, 0.011, 1.527, 0.788])
+    route_box = BOX.shrunk(0.01)
+    _, path, velocities = rest_to_rest_path(start, goal, limits, 40)
+    assert route_box.excess(np.array([kinematics.tcp(p) for p in path])) == 0.0  # the path alone fits
+    motion = ArmMotion("joint_delta", limits, BOX, start)
+    assert max(motion.state_of(p, v).risk for p, v in zip(path, velocities, strict=True)) > 0.0  # braking does not
+    route = plan_joint_route(start, goal, limits, route_box, kinematics)
+    assert route is not None and len(route) > 1
+    assert settle_home(motion, goal) is not None
+    assert motion.guard_brakes == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["ee_delta", "joint_delta"]))
+@example(seed=84, mode="joint_delta")  # held 2 rad short by the guard before routes were checked as it checks
+def test_a_reset_reaches_its_start_pose_from_wherever_actions_left_the_arm(seed: int, mode: str) -> None:
+    """Seconds of random and extreme actions, each held for 50-250 ms, then a reset at once,
+    with the arm still moving: it comes to rest at its start pose within the agent's
+    reset_timeout, whatever the posture the actions left."""
+    rng = np.random.default_rng(seed)
+    motion = ArmMotion(mode, MotionLimits(), BOX, panda.HOME)
+    for _ in range(int(rng.integers(10, 60))):
+        size = motion.action_size
+        motion.act(rng.choice([-1.0, 1.0], size=size) if rng.random() < 0.5 else rng.uniform(-1.0, 1.0, size))
+        for _ in range(int(rng.integers(5, 25))):
+            motion.step(0.01)
+    goal = panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF)
+    assert settle_home(motion, goal) is not None, (np.round(motion.q, 3).tolist(), motion._phase)
 
 
 def test_a_trajectory_that_ends_before_it_arrives_is_refused_and_the_old_one_kept() -> None:
