@@ -86,6 +86,47 @@ def test_a_seeded_run_under_a_jittery_model_repeats_exactly(processes: ProcessGr
         assert lat / PERIOD == pytest.approx(round(lat / PERIOD), abs=1e-6)
 
 
+def train_and_log(processes: ProcessGroup, tmp_path: Path, name: str, seed: int) -> list[dict[str, str]]:
+    """A short SB3 SAC run on a fresh plant under a jittery model, one torch thread: its
+    steps.csv rows (``StepLogCallback``, as the trainers write it)."""
+    import csv
+
+    import torch
+    from stable_baselines3 import SAC
+
+    from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
+    from spin_decoupler_ros.rl.training import StepLogCallback
+
+    torch.set_num_threads(1)
+    namespace = f"/{name}"
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    with start_plant(processes, run_dir, "lognormal:0.02,0.1", namespace=namespace) as client:
+        env = PlantTrackingEnv(client=client, max_episode_steps=25)
+        model = SAC("MlpPolicy", env, learning_starts=60, batch_size=32, policy_kwargs={"net_arch": [16]}, seed=seed)
+        log = StepLogCallback(run_dir / "steps.csv", extra_fields=("tracking_error",))
+        model.learn(total_timesteps=150, callback=log)
+        client.finish()
+    with open(run_dir / "steps.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_a_seeded_training_run_repeats_its_steps_csv(processes: ProcessGroup, tmp_path: Path) -> None:
+    """Deterministic simulated runs: the same seed, the same steps.csv in every column the
+    world and the learner make (an observation's tracking error, reward, LAT, durations,
+    ATO), with gradient steps in between; another seed, another run."""
+    repeated = ("seq", "episode", "tracking_error", "reward", "lat", "ato", "requested_duration", "duration", "hold")
+    first = train_and_log(processes, tmp_path, "first", seed=3)
+    again = train_and_log(processes, tmp_path, "again", seed=3)
+    other = train_and_log(processes, tmp_path, "other", seed=4)
+    assert len(first) == 150 and len({row["episode"] for row in first}) == 6
+    assert [[row[key] for key in repeated] for row in first] == [[row[key] for key in repeated] for row in again]
+    assert [row["wall_time"] for row in first] != [row["wall_time"] for row in again]  # (two runs indeed)
+    assert len({row["lat"] for row in first if row["seq"] != "1"}) > 1  # the think times varied
+    assert [row["lat"] for row in other] != [row["lat"] for row in first]
+    assert [row["reward"] for row in other] != [row["reward"] for row in first]
+
+
 @pytest.mark.parametrize(
     ("module", "params", "named"),
     [
