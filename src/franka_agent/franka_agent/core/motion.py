@@ -34,7 +34,8 @@ from franka_agent.core.kinematics import PandaKinematics
 ACTION_MODES = ("ee_delta", "joint_delta")
 FOLLOW_GAIN = 20.0  # 1/s: how fast the joints close a gap to the IK solution (50 ms)
 BRAKING_CHECKS = np.array([0.25, 0.5, 0.75])  # shares of the longest stop the box guard checks too
-ROUTE_CHECK_EVERY = 0.002  # s of control period per move a reset's route search checks (0.2 ms each)
+ROUTE_CHECK_EVERY = 0.002  # s of control period per check a reset's route search makes (0.2-0.3 ms each)
+BRAKING_SAMPLES_PER_CHECK = 8  # points of a move whose braking one such check tests
 
 
 @dataclass(frozen=True)
@@ -294,23 +295,28 @@ def joint_route_search(
     the others hold. A direct move between two postures can swing the hand far out (from
     an arm pushed into a corner, the guard held it at the floor 1.8 rad short of home).
 
-    A search a step at a time: it yields after each move it checks (about 0.2 ms; a
-    search can take a few hundred), so a control loop can spread it over its ticks, and
-    returns the route, or None if there is no such route."""
+    A search a step at a time: it yields after each check (a move's path, or braking from
+    a few of its points: 0.2-0.3 ms; a search can take a few hundred), so a control loop
+    can spread it over its ticks, and returns the route, or None if there is no such route."""
 
     def worst_excess(configurations: np.ndarray | list[np.ndarray]) -> float:
         return box.excess(np.array([kinematics.tcp(configuration) for configuration in configurations]))
 
-    def move_fits(start: np.ndarray, end: np.ndarray) -> bool:
+    def move_fits(start: np.ndarray, end: np.ndarray) -> Generator[None, None, bool]:
         """The hand stays in along the move, and so it would if the joints braked at any
         point of it: the box guard's own test, so the guard never holds a route it was
         given (test_panda_core.py::test_a_reset_route_is_one_the_box_guard_lets_through).
-        The path first, the cheaper test, which most rejected moves fail."""
+        The path first, the cheaper test, which most rejected moves fail; braking from
+        ``BRAKING_SAMPLES_PER_CHECK`` of its points at a time after it."""
         _, path, velocities = rest_to_rest_path(start, end, limits, samples)
         if worst_excess(path) > allowed:
             return False
-        pairs = zip(path, velocities, strict=True)
-        return all(box.excess(braking_tcps(kinematics, p, v, limits)) <= allowed for p, v in pairs)
+        for first in range(0, len(path), BRAKING_SAMPLES_PER_CHECK):
+            yield
+            points = range(first, min(first + BRAKING_SAMPLES_PER_CHECK, len(path)))
+            if any(box.excess(braking_tcps(kinematics, path[i], velocities[i], limits)) > allowed for i in points):
+                return False
+        return True
 
     allowed = worst_excess([q, goal]) + 1e-9
     route: list[np.ndarray] = []
@@ -322,7 +328,7 @@ def joint_route_search(
             for joints in itertools.combinations(remaining, size):
                 candidate = here.copy()
                 candidate[list(joints)] = goal[list(joints)]
-                fits = move_fits(here, candidate)
+                fits = yield from move_fits(here, candidate)
                 yield
                 if fits:
                     waypoint = candidate
