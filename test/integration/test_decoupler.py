@@ -111,6 +111,21 @@ def test_variable_per_step_durations(client: RLClient) -> None:
     assert answers[3].duration > 0.12 + PERIOD
 
 
+def test_many_episodes_leave_nothing_behind_in_the_client(client: RLClient) -> None:
+    """A training run is thousands of episodes, each an Episode goal: what the client keeps
+    per goal (futures its executor walks on every callback, feedback callbacks, executor
+    tasks) must not grow with their number."""
+    action_client = client.channel._action_client
+    for _ in range(30):
+        client.reset()
+        client.step([0.0])
+    client.finish()
+    client.reset()
+    assert len(action_client._futures) <= 3, "futures of finished episodes are kept"
+    assert len(action_client._feedback_callbacks) <= 3
+    assert len(client.rl_node.executor._tasks) <= 3
+
+
 def test_client_side_checks_raise_before_sending(client: RLClient) -> None:
     with pytest.raises(NotResetError, match="reset"):
         client.step([0.0])

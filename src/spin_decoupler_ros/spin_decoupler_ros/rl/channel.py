@@ -50,6 +50,26 @@ from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample
 from spin_decoupler_ros.rl.recording import RunRecorder
 
 
+def drop_orphaned_futures(action_client: ActionClient) -> None:
+    """Forget the futures ``action_client`` keeps for requests no longer pending.
+
+    Some rclpy releases (Kilted's 9.1.x among them) register a goal's future twice and
+    remove it once (ros2/rclpy#1532), and every callback of the client walks that list:
+    one episode per goal would make each step slower than the last and memory grow for
+    as long as training runs. Without the bug there is nothing to drop. Held by
+    test_decoupler.py::test_many_episodes_leave_nothing_behind_in_the_client.
+    """
+    futures = getattr(action_client, "_futures", None)
+    if not isinstance(futures, list):
+        return
+    pending = (
+        getattr(action_client, name, {})
+        for name in ("_pending_goal_requests", "_pending_cancel_requests", "_pending_result_requests")
+    )
+    live = {id(future) for requests in pending for future in requests.values()}
+    futures[:] = [future for future in futures if id(future) in live]
+
+
 @dataclass(frozen=True)
 class StepAnswer:
     """The agent's answer to a reset (seq 0) or a step, with its timing, in seconds.
@@ -241,6 +261,7 @@ class AgentChannel:
         self._waiting = _Waiting.ACCEPTANCE
         self._goal_future = self._action_client.send_goal_async(goal, feedback_callback=self._on_feedback)
         self._goal_future.add_done_callback(self._on_goal_response)
+        drop_orphaned_futures(self._action_client)
 
     def send_step(self, action: np.ndarray | Sequence[float], duration: float | None = None) -> None:
         """Send the next step's action, checked against the agent's action space first."""
