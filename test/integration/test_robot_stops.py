@@ -6,6 +6,7 @@ it is activated again."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +141,46 @@ def test_a_recovery_that_does_not_answer_leaves_the_robot_to_a_person(processes:
             assert failed.value.needs_person and "a person must act" in str(failed.value)
     finally:
         operator.close()
+
+
+def test_recoveries_by_action_leave_nothing_behind_in_the_agent(ros_domain: dict[str, str]) -> None:
+    """A recovery by action (franka_ros2 v2.x's) is a goal each time the robot stopped:
+    over a long run on a real arm, what the agent's action client keeps per goal must
+    not grow with their number. (Any action type works: the goal is its default.)"""
+    from rclpy.action import ActionServer
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    from franka_agent.recovery import FrankaActionRecovery
+    from spin_decoupler_msgs.action import Episode
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    context = init_private_context()
+    node = Node("recovery_test", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+
+    def recover(goal_handle):  # type: ignore[no-untyped-def]
+        goal_handle.succeed()
+        return Episode.Result()
+
+    server = ActionServer(node, Episode, "/robot/error_recovery", execute_callback=recover)
+    recovery = FrankaActionRecovery(node, "/robot/error_recovery", action_type=Episode)
+    try:
+        deadline = time.monotonic() + 20
+        while not recovery._client.server_is_ready() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        for attempt in range(20):
+            assert recovery.start() is None, "the recovery action is not available"
+            outcome = None
+            deadline = time.monotonic() + 20
+            while outcome is None and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+                outcome = recovery.poll()
+            assert outcome is not None and outcome.succeeded, f"recovery {attempt}: {outcome}"
+        assert len(recovery._client._futures) <= 2, "futures of finished recoveries are kept"
+    finally:
+        server.destroy()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()

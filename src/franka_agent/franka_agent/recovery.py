@@ -24,6 +24,7 @@ from rclpy.node import Node
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from spin_decoupler_ros.action_clients import drop_orphaned_futures
 from spin_decoupler_ros.core.errors import ParameterError
 
 RECOVERY_KINDS = ("none", "trigger", "franka_action")
@@ -80,15 +81,22 @@ class TriggerRecovery:
 
 class FrankaActionRecovery:
     """franka_ros2 v2.x's error recovery action: an empty goal; the action succeeds if
-    libfranka's automaticErrorRecovery did (franka_hardware/src/franka_action_server.cpp)."""
+    libfranka's automaticErrorRecovery did (franka_hardware/src/franka_action_server.cpp).
 
-    def __init__(self, node: Node, action: str) -> None:
-        from franka_msgs.action import ErrorRecovery  # type: ignore[import-not-found]  # only where installed
+    :param action_type: the action's type; None: ``franka_msgs/action/ErrorRecovery``
+        (any action whose default goal asks for the recovery works the same way).
+    """
+
+    def __init__(self, node: Node, action: str, action_type: Any = None) -> None:
         from rclpy.action import ActionClient
 
+        if action_type is None:
+            from franka_msgs.action import ErrorRecovery  # type: ignore[import-not-found]  # only where installed
+
+            action_type = ErrorRecovery
         self.name = f"action {action}"
-        self._goal = ErrorRecovery.Goal()
-        self._client: Any = ActionClient(node, ErrorRecovery, action)
+        self._goal = action_type.Goal()
+        self._client: Any = ActionClient(node, action_type, action)
         self._goal_future: Future | None = None
         self._result_future: Future | None = None
 
@@ -96,6 +104,7 @@ class FrankaActionRecovery:
         if not self._client.server_is_ready():
             return Outcome(False, f"{self.name} is not available")
         self._goal_future = self._client.send_goal_async(self._goal)
+        drop_orphaned_futures(self._client)  # a run may recover many times
         self._result_future = None
         return None
 

@@ -26,6 +26,7 @@ from rclpy.task import Future
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
+from spin_decoupler_ros.action_clients import drop_orphaned_futures
 from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
@@ -48,26 +49,6 @@ from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.rl.recording import RunRecorder
-
-
-def drop_orphaned_futures(action_client: ActionClient) -> None:
-    """Forget the futures ``action_client`` keeps for requests no longer pending.
-
-    Some rclpy releases (Kilted's 9.1.x among them) register a goal's future twice and
-    remove it once (ros2/rclpy#1532), and every callback of the client walks that list:
-    one episode per goal would make each step slower than the last and memory grow for
-    as long as training runs. Without the bug there is nothing to drop. Held by
-    test_decoupler.py::test_many_episodes_leave_nothing_behind_in_the_client.
-    """
-    futures = getattr(action_client, "_futures", None)
-    if not isinstance(futures, list):
-        return
-    pending = (
-        getattr(action_client, name, {})
-        for name in ("_pending_goal_requests", "_pending_cancel_requests", "_pending_result_requests")
-    )
-    live = {id(future) for requests in pending for future in requests.values()}
-    futures[:] = [future for future in futures if id(future) in live]
 
 
 @dataclass(frozen=True)
