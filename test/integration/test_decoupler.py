@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from action_msgs.msg import GoalStatusArray
 from helpers import start_node
+from rclpy.qos import qos_profile_action_status_default
 
 from spin_decoupler_ros.core import ActionSpaceError, AgentNotFoundError, NotResetError, StepTimeoutError
 from spin_decoupler_ros.rl import RLClient
@@ -25,6 +27,9 @@ PERIOD = 0.01  # 100 Hz, the agents' default
 # never ends early, and LAT, durations and ATO agree with each other. Timeouts are
 # checked never to fire early, and to fire (within this much).
 HANG = 10.0
+# A finished episode's goal leaves the action's status messages within this
+# (agent_node.RESULT_KEPT_S, twice over, and a margin).
+FINISHED_GOALS_GONE_WITHIN_S = 4.0
 
 
 @pytest.fixture
@@ -124,6 +129,31 @@ def test_many_episodes_leave_nothing_behind_in_the_client(client: RLClient) -> N
     assert len(action_client._futures) <= 3, "futures of finished episodes are kept"
     assert len(action_client._feedback_callbacks) <= 3
     assert len(client.rl_node.executor._tasks) <= 3
+
+
+def test_finished_episodes_leave_the_action_status_soon(client: RLClient) -> None:
+    """Each status message of the Episode action lists every goal the agent keeps, and
+    each client converts the whole list on every goal change: finished episodes must
+    leave it within seconds, or short episodes make every reset slower."""
+    latest: list[GoalStatusArray] = []
+    client.rl_node.node.create_subscription(
+        GoalStatusArray, f"{NAMESPACE}/episode/_action/status", latest.append, qos_profile_action_status_default
+    )
+    for _ in range(3):
+        client.reset()
+        client.step([0.0])
+    client.finish()
+    deadline = time.monotonic() + FINISHED_GOALS_GONE_WITHIN_S
+    while time.monotonic() < deadline:
+        client.rl_node.spin_once(0.05)
+    latest.clear()
+    client.reset()
+    deadline = time.monotonic() + HANG
+    while not latest and time.monotonic() < deadline:
+        client.rl_node.spin_once(0.05)
+    assert latest, "no status message came after the reset"
+    kept = len(latest[-1].status_list)
+    assert kept == 1, f"the status lists {kept} goals: finished episodes are kept"
 
 
 def test_client_side_checks_raise_before_sending(client: RLClient) -> None:

@@ -102,6 +102,14 @@ _OUTCOME_NAMES = {
 }
 
 
+# How long a finished episode's goal is kept for its result (rclpy drops it within twice
+# this). Each status message of the action lists every kept goal and each client converts
+# the whole list on every goal change, so the list must stay short however short the
+# episodes. The client asks for the result as soon as its goal is accepted, long before
+# the episode ends. (test_decoupler.py::test_finished_episodes_leave_the_action_status_soon)
+RESULT_KEPT_S = 1  # (an int: rclpy types it so)
+
+
 def outcome_name(outcome: int) -> str:
     return _OUTCOME_NAMES.get(outcome, f"outcome {outcome}")
 
@@ -432,9 +440,7 @@ class AgentNode(LifecycleNode):
             goal_callback=self._on_goal,
             handle_accepted_callback=self._on_goal_accepted,
             cancel_callback=self._on_cancel,
-            # The client asks for the result as soon as the goal is accepted, so results
-            # need not linger; fewer retained goals keep status messages small.
-            result_timeout=5,
+            result_timeout=RESULT_KEPT_S,
         )
         # A self-clocked agent's timer fires back to back while its world runs, and is
         # cancelled while the world waits (nothing to simulate: the CPU is the learner's).
