@@ -62,6 +62,7 @@ TESTS = (
     DECOUPLER + "test_after_a_stall_between_two_steps_the_next_step_is_served",
     DECOUPLER + "test_reset_times_out_with_a_clear_error_when_the_agent_freezes",
     DECOUPLER + "test_a_node_on_simulated_time_stops_on_sigint_even_when_its_clock_has_stopped",
+    DECOUPLER + "test_finished_episodes_leave_the_action_status_soon",
     "test/integration/test_faults.py::test_agent_killed_mid_step_ends_in_a_typed_error_within_the_timeout",
     "test/integration/test_faults.py::test_agent_holds_when_the_rl_side_dies_or_stalls_and_takes_a_new_client",
     "test/integration/test_rephase_timer.py",
