@@ -2,6 +2,7 @@
 models, and learners blind to time against learners that see or choose it.
 
     ./ws bench time_aware [--timesteps 100000] [--seeds 0 1 2] [--configs none jitter_aware ...]
+    ./ws bench time_aware --add-seeds --seeds 3 4 5 --configs jitter_free jitter_unaware jitter_aware
 
 Configurations, each trained and evaluated once per seed (PPO as bench/lunarlander.py
 runs it, one torch thread):
@@ -168,15 +169,31 @@ def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[
                     runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
                 finally:
                     env.close()
-    returns = [run["mean_return"] for run in runs]
-    walls = [run["wall_s"] for run in runs]
+    return summarise(config, seeds, [run["mean_return"] for run in runs], [run["wall_s"] for run in runs])
+
+
+def summarise(config: str, seeds: list[int], returns: list[float], walls: list[float]) -> dict[str, Any]:
+    """A configuration's figures over its seeds: mean and spread of the returns, mean wall time."""
     return {
         "mean_return": round(float(np.mean(returns)), 2),
         "std_return": round(float(np.std(returns)), 2),
         "returns": [round(value, 2) for value in returns],
+        "seeds": list(seeds),
         "wall_s": round(float(np.mean(walls)), 1),
         "model": MODELS.get(config, "in-process"),
     }
+
+
+def add_seeds(earlier: dict[str, Any], config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """``config``'s figures over its earlier seeds and those of ``seeds`` it has not run."""
+    seeds_run = list(earlier["seeds"])
+    returns, walls = list(earlier["returns"]), [earlier["wall_s"]] * len(seeds_run)
+    new_seeds = [seed for seed in seeds if seed not in seeds_run]
+    if new_seeds:
+        added = run_config(config, new_seeds, args)
+        returns += added["returns"]
+        walls += [added["wall_s"]] * len(new_seeds)
+    return summarise(config, seeds_run + new_seeds, returns, walls)
 
 
 def main() -> int:
@@ -185,6 +202,11 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument(
+        "--add-seeds",
+        action="store_true",
+        help="run --seeds for --configs on top of the seeds those configurations already have (same setup)",
+    )
     args = parser.parse_args()
     isolate_dds()
     import torch
@@ -206,11 +228,22 @@ def main() -> int:
     earlier = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     lander: dict[str, Any] = {"seeds": args.seeds, "same_mdp": same_mdp()}
     kept = earlier.get("lunarlander", {})
-    if kept.get("setup") == setup and kept.get("seeds") == args.seeds:
-        lander.update({config: kept[config] for config in CONFIGS if config in kept})
+    if args.add_seeds:
+        if kept.get("setup") != setup:
+            parser.error("--add-seeds: the recorded figures were measured with another setup")
+        lander["seeds"] = kept["seeds"]
+    if kept.get("setup") == setup and kept.get("seeds") == lander["seeds"]:
+        for config in CONFIGS:
+            if config in kept:
+                lander[config] = {"seeds": kept["seeds"], **kept[config]}
     print(f"same MDP: {lander['same_mdp']}", flush=True)
     for config in args.configs:
-        lander[config] = run_config(config, args.seeds, args)
+        if args.add_seeds:
+            if config not in lander:
+                parser.error(f"--add-seeds: {config} has no figures to add seeds to")
+            lander[config] = add_seeds(lander[config], config, args.seeds, args)
+        else:
+            lander[config] = run_config(config, args.seeds, args)
     if {"inprocess", "none"} <= set(lander):
         lander["none_wall_ratio"] = round(lander["none"]["wall_s"] / lander["inprocess"]["wall_s"], 2)
     if {"jitter_free", "jitter_unaware", "jitter_aware"} <= set(lander):
