@@ -226,12 +226,14 @@ def main() -> int:
     # A run of some configurations keeps the others' figures when they were measured the
     # same way (the same setup and seeds), and bench/main_job.py's Panda part.
     earlier = json.loads(RESULT.read_text()) if RESULT.exists() else {}
-    lander: dict[str, Any] = {"seeds": args.seeds, "same_mdp": same_mdp()}
     kept = earlier.get("lunarlander", {})
-    if args.add_seeds:
+    if args.add_seeds:  # (refused before anything runs)
         if kept.get("setup") != setup:
             parser.error("--add-seeds: the recorded figures were measured with another setup")
-        lander["seeds"] = kept["seeds"]
+        missing = [config for config in args.configs if config not in kept]
+        if missing:
+            parser.error(f"--add-seeds: {', '.join(missing)} have no figures to add seeds to")
+    lander: dict[str, Any] = {"seeds": kept["seeds"] if args.add_seeds else args.seeds, "same_mdp": same_mdp()}
     if kept.get("setup") == setup and kept.get("seeds") == lander["seeds"]:
         for config in CONFIGS:
             if config in kept:
@@ -239,8 +241,6 @@ def main() -> int:
     print(f"same MDP: {lander['same_mdp']}", flush=True)
     for config in args.configs:
         if args.add_seeds:
-            if config not in lander:
-                parser.error(f"--add-seeds: {config} has no figures to add seeds to")
             lander[config] = add_seeds(lander[config], config, args.seeds, args)
         else:
             lander[config] = run_config(config, args.seeds, args)
