@@ -1,15 +1,15 @@
-"""The main job under a timing model against today's flat-out default, and both policies
-evaluated at real time: does simulated time that matches the real arm's train faster and
-transfer better?
+"""The main job's default against the default it replaced, side by side, and both policies
+evaluated at real time: does the new default train faster and transfer as well?
 
     ./ws bench main_job [--total-timesteps 10000] [--record-steps 2000] [--update-default]
 
 1. record: the main job at real time (``--sim-speed 1``, ``wall``) for ``--record-steps``
    steps; the think times of its steps after SAC's ``learning_starts`` are what a real arm
    would see from this learner on this host (the agent's clock runs at the wall's pace);
-2. before: the main job as it ran until now, flat out in lockstep under ``wall`` (the think
-   time simulated at whatever speed the CPU allows);
-3. after: the same job under ``replay:`` of the recording;
+2. before: the main job as it ran until 2026-12-03: flat out in lockstep under ``wall``
+   (the think time simulated at whatever speed the CPU allows), with the SAC settings it had
+   then (``BEFORE_SAC``, written into a copy of the config);
+3. after: today's default: the config's SAC settings, under ``replay:`` of the recording;
 4. each policy evaluated at real time under ``wall`` (``--evaluate``), as on the arm.
 
 Steps to 95%: the first step at which 95% of the last 20 training episodes succeeded
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
@@ -43,6 +44,10 @@ RECORDING = ROOT / "src" / "franka_agent" / "config" / "think_times_panda_sac.cs
 WINDOW = 20
 TARGET = 0.95
 RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
+CONFIG = ROOT / "src" / "franka_agent" / "config" / "panda_reach.yaml"
+TRAINER = "/**/panda_trainer"
+# SAC's settings in the main job before 2026-12-03 (where they differ from the config's now).
+BEFORE_SAC = {"learning_rate": 0.001, "learning_starts": 1000, "ent_coef": "auto"}
 
 
 def main_job(*options: str) -> dict[str, Any]:
@@ -92,11 +97,18 @@ def record(run_dir: Path, learning_starts: int, out: Path) -> None:
         writer.writerows(row for row in csv.DictReader(source) if int(row["step"]) > learning_starts)
 
 
+def config_with_sac(settings: dict[str, Any], out: Path) -> Path:
+    """A copy of the main job's config with ``settings`` in its trainer's ``sac`` section."""
+    config = yaml.safe_load(CONFIG.read_text())
+    config[TRAINER]["ros__parameters"]["sac"].update(settings)
+    out.write_text(yaml.safe_dump(config, sort_keys=False))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--total-timesteps", type=int, default=10_000)
     parser.add_argument("--record-steps", type=int, default=2_000)
-    parser.add_argument("--learning-starts", type=int, default=1_000, help="the config's SAC learning_starts")
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--update-default", action="store_true", help=f"write the recording to {RECORDING}")
@@ -111,19 +123,22 @@ def main() -> int:
             "--eval-episodes", "1", "--run-dir", str(runs / "record"),
         )  # fmt: skip
         recording = runs / "think_times.csv"
-        record(runs / "record", args.learning_starts, recording)
+        learning_starts = int(yaml.safe_load(CONFIG.read_text())[TRAINER]["ros__parameters"]["sac"]["learning_starts"])
+        record(runs / "record", learning_starts, recording)
         recorded = think_time_summary(recording)
         print(f"recorded think times: {recorded}", flush=True)
         trained: dict[str, dict[str, Any]] = {}
-        for name, model in (("before", "wall"), ("after", f"replay:{recording}")):
+        before_config = config_with_sac(BEFORE_SAC, runs / "before.yaml")
+        for name, model, config in (("before", "wall", before_config), ("after", f"replay:{recording}", CONFIG)):
             print(f"training '{name}' under {model}", flush=True)
             run_dir = runs / name
             figures = main_job(
-                *common, "--timing-model", model, "--total-timesteps", str(args.total_timesteps),
-                "--run-dir", str(run_dir),
+                *common, "--config", str(config), "--timing-model", model,
+                "--total-timesteps", str(args.total_timesteps), "--run-dir", str(run_dir),
             )  # fmt: skip
             trained[name] = {
                 "timing_model": "wall (flat out, lockstep)" if model == "wall" else "replay of the real-time run",
+                "sac": {**yaml.safe_load(config.read_text())[TRAINER]["ros__parameters"]["sac"]},
                 **steps_to_target(run_dir / "steps.csv"),
                 "train_seconds": figures["train_seconds"],
                 "train_steps_per_second": figures["train_steps_per_second"],

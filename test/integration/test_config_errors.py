@@ -58,3 +58,8 @@ def test_an_integer_is_taken_where_a_float_is_declared(processes: ProcessGroup, 
     path.write_text("/**:\n  ros__parameters:\n    control_rate: 100\n    rl_timestep: 1\n    gain: 2\n")
     agent = start_node(processes, PLANT, tmp_path, params_files=(path,))
     assert "control period 10 ms" in agent.log_text() and "rl_timestep 1 s" in agent.log_text()
+
+
+def test_an_entropy_coefficient_sac_cannot_take_is_named() -> None:
+    output = refused(TRAINER, ros_args(params={"sac.ent_coef": "auto_-1"}))
+    assert "parameter 'sac.ent_coef' = 'auto_-1' is not 'auto', 'auto_<initial value>' or a number, above 0" in output

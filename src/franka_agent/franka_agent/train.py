@@ -15,6 +15,7 @@ policy instead (results.json only), e.g. at real time on the mock or on the arm.
 from __future__ import annotations
 
 import csv
+import math
 import sys
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 NODE_NAME = "panda_trainer"
 ALGORITHMS = ("sac", "td3")
 # Hyperparameters each algorithm takes from parameters "<algorithm>.<name>" (defaults here).
-_SAC_DEFAULTS: dict[str, Any] = {
+_COMMON_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-3,
     "buffer_size": 200_000,
     "batch_size": 256,
@@ -58,9 +59,30 @@ _SAC_DEFAULTS: dict[str, Any] = {
     "net_arch": [64, 64],
 }
 HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "sac": _SAC_DEFAULTS,
-    "td3": {**_SAC_DEFAULTS, "action_noise_std": 0.2},  # the same, plus its exploration noise
+    # SAC reaches 95% success in half the steps with these three (in-process, 6 seeds:
+    # 2,060 steps against 4,330; bench/main_job.py measures the main job side by side).
+    "sac": {**_COMMON_DEFAULTS, "learning_rate": 3e-3, "learning_starts": 200, "ent_coef": "auto_0.1"},
+    "td3": {**_COMMON_DEFAULTS, "action_noise_std": 0.2},  # plus its exploration noise
 }
+
+
+def entropy_coefficient(value: str, name: str = "sac.ent_coef") -> str | float:
+    """SB3's ``ent_coef`` from a parameter string: ``auto``, ``auto_<initial>`` (learned,
+    starting there) or a fixed number, each above 0; anything else raises ParameterError."""
+    text = value.strip()
+    number = text[len("auto_") :] if text.startswith("auto_") else text
+    if text == "auto":
+        return text
+    try:
+        coefficient = float(number)
+    except ValueError:
+        coefficient = math.nan
+    if not coefficient > 0.0 or math.isinf(coefficient):
+        raise ParameterError(
+            f"parameter '{name}' = '{value}' is not 'auto', 'auto_<initial value>' or a number, above 0: "
+            "SAC's entropy coefficient"
+        )
+    return text if text.startswith("auto_") else coefficient
 
 
 def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
@@ -69,6 +91,10 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
         key = f"{algorithm}.{name}"
         if isinstance(default, list):
             values[name] = [int(x) for x in declare_float_list(node, key, [float(x) for x in default], name)]
+        elif isinstance(default, str):
+            values[name] = entropy_coefficient(
+                declare_str(node, key, default, f"{algorithm.upper()} {name}: auto, auto_<initial> or a number"), key
+            )
         elif isinstance(default, int):
             values[name] = declare_int(node, key, default, f"{algorithm.upper()} {name}", low=0)
         else:
@@ -94,7 +120,7 @@ def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int) -> An
         "verbose": 0,
     }
     if algorithm == "sac":
-        return SAC("MlpPolicy", env, **common)
+        return SAC("MlpPolicy", env, ent_coef=hyper["ent_coef"], **common)
     size = env.action_space.shape[0]
     noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
     return TD3("MlpPolicy", env, action_noise=noise, **common)

@@ -1,0 +1,34 @@
+"""The Panda trainer's SAC settings: the config says what the code defaults to, and an
+entropy coefficient SB3 cannot take is refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from franka_agent.train import HYPERPARAMETERS, entropy_coefficient
+from spin_decoupler_ros.core.errors import ParameterError
+
+CONFIG = Path(__file__).resolve().parents[2] / "src" / "franka_agent" / "config" / "panda_reach.yaml"
+
+
+@pytest.mark.parametrize("algorithm", sorted(HYPERPARAMETERS))
+def test_the_config_holds_the_trainers_defaults(algorithm: str) -> None:
+    """A user reading config/panda_reach.yaml reads what a trainer without it would use."""
+    configured = yaml.safe_load(CONFIG.read_text())["/**/panda_trainer"]["ros__parameters"][algorithm]
+    assert configured == HYPERPARAMETERS[algorithm]
+
+
+@pytest.mark.parametrize(
+    ("value", "taken"), [("auto", "auto"), ("auto_0.1", "auto_0.1"), (" auto_1e-2 ", "auto_1e-2"), ("0.05", 0.05)]
+)
+def test_an_entropy_coefficient_is_passed_as_sb3_takes_it(value: str, taken: str | float) -> None:
+    assert entropy_coefficient(value) == taken
+
+
+@pytest.mark.parametrize("value", ["", "automatic", "auto_", "auto_0", "auto_-0.1", "0", "-1", "nan", "inf", "x"])
+def test_an_entropy_coefficient_sb3_cannot_take_is_refused_by_name(value: str) -> None:
+    with pytest.raises(ParameterError, match=r"parameter 'sac\.ent_coef' = .* above 0: SAC's entropy coefficient"):
+        entropy_coefficient(value)
