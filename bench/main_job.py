@@ -8,8 +8,10 @@ evaluated at real time: does the new default train faster and transfer as well?
    would see from this learner on this host (the agent's clock runs at the wall's pace);
 2. before: the main job as it ran until 2026-12-03: flat out in lockstep under ``wall``
    (the think time simulated at whatever speed the CPU allows), with the SAC settings it had
-   then (``BEFORE_SAC``, written into a copy of the config);
-3. after: today's default: the config's SAC settings, under ``replay:`` of the recording;
+   then (``BEFORE_SAC``) and its gradient steps between observation and action
+   (``BEFORE_TRAINER``), written into a copy of the config;
+3. after: today's default: the config's settings (SAC's, gradient steps while the agent
+   acts), under ``replay:`` of the recording;
 4. each policy evaluated at real time under ``wall`` (``--evaluate``), as on the arm.
 
 ``--seed N`` (N > 0) writes bench/results/main_job_seedN.json instead and leaves
@@ -49,8 +51,10 @@ TARGET = 0.95
 RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
 CONFIG = ROOT / "src" / "franka_agent" / "config" / "panda_reach.yaml"
 TRAINER = "/**/panda_trainer"
-# SAC's settings in the main job before 2026-12-03 (where they differ from the config's now).
+# SAC's settings in the main job before 2026-12-03 (where they differ from the config's now),
+# and its gradient steps, run between observation and action until 2026-12-04.
 BEFORE_SAC = {"learning_rate": 0.001, "learning_starts": 1000, "ent_coef": "auto"}
+BEFORE_TRAINER = {"train_while_acting": False}
 
 
 def main_job(*options: str) -> dict[str, Any]:
@@ -102,14 +106,22 @@ def record(run_dir: Path, learning_starts: int, out: Path) -> None:
 
 def sac_settings(config: Path) -> dict[str, Any]:
     """The trainer's ``sac`` section of a parameters file."""
-    settings: dict[str, Any] = yaml.safe_load(config.read_text())[TRAINER]["ros__parameters"]["sac"]
+    settings: dict[str, Any] = trainer_settings(config)["sac"]
     return settings
 
 
-def config_with_sac(settings: dict[str, Any], out: Path) -> Path:
-    """A copy of the main job's config with ``settings`` in its trainer's ``sac`` section."""
+def trainer_settings(config: Path) -> dict[str, Any]:
+    """The trainer's parameters in a parameters file."""
+    settings: dict[str, Any] = yaml.safe_load(config.read_text())[TRAINER]["ros__parameters"]
+    return settings
+
+
+def config_with(sac: dict[str, Any], trainer: dict[str, Any], out: Path) -> Path:
+    """A copy of the main job's config with ``sac`` in its trainer's ``sac`` section and
+    ``trainer`` in its trainer's parameters."""
     config = yaml.safe_load(CONFIG.read_text())
-    config[TRAINER]["ros__parameters"]["sac"].update(settings)
+    config[TRAINER]["ros__parameters"]["sac"].update(sac)
+    config[TRAINER]["ros__parameters"].update(trainer)
     out.write_text(yaml.safe_dump(config, sort_keys=False))
     return out
 
@@ -136,7 +148,7 @@ def main() -> int:
         recorded = think_time_summary(recording)
         print(f"recorded think times: {recorded}", flush=True)
         trained: dict[str, dict[str, Any]] = {}
-        before_config = config_with_sac(BEFORE_SAC, runs / "before.yaml")
+        before_config = config_with(BEFORE_SAC, BEFORE_TRAINER, runs / "before.yaml")
         for name, model, config in (("before", "wall", before_config), ("after", f"replay:{recording}", CONFIG)):
             print(f"training '{name}' under {model}", flush=True)
             run_dir = runs / name
@@ -147,6 +159,7 @@ def main() -> int:
             trained[name] = {
                 "timing_model": "wall (flat out, lockstep)" if model == "wall" else "replay of the real-time run",
                 "sac": sac_settings(config),
+                "train_while_acting": trainer_settings(config).get("train_while_acting", True),
                 **steps_to_target(run_dir / "steps.csv"),
                 "train_seconds": figures["train_seconds"],
                 "train_steps_per_second": figures["train_steps_per_second"],

@@ -3,6 +3,7 @@ under a fixed think time, so every feature is known exactly)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -110,3 +111,40 @@ def test_a_lander_policy_chooses_its_engine_and_its_duration(processes: ProcessG
         gymnasium_check_env(wrapped, skip_render_check=True)
     finally:
         wrapped.close()
+
+
+def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tmp_path: Path) -> None:
+    """``while_acting`` runs once the command is out: the agent executes the action
+    meanwhile, so the observation is taken one duration after sending, not after the
+    learner's work (here 0.3 s, six durations), for one env and for the VecEnv's agents."""
+    work = 0.3
+    for namespace in ("/single", "/vec"):
+        params = {"rl_timestep": TIMESTEP, "control_rate": 100.0, "timing_model": "wall", "use_sim_time": False}
+        start_node(processes, PLANT, tmp_path, namespace=namespace, params=params, label=namespace.strip("/"))
+
+    def taken_after_sending(info: dict[str, float], sent: float) -> float:
+        return info["ato"] - (info["clock_offset"] or 0.0) - sent
+
+    env = DecoupledEnv("/single", client_options={"connect_timeout": 20})
+    venv = DecoupledVecEnv(lambda client: DecoupledEnv(client=client), ["/vec"])
+    try:
+        env.reset(seed=1)
+        venv.reset()
+        calls: list[float] = []
+
+        def learners_work() -> None:
+            calls.append(time.time())
+            time.sleep(work)
+
+        env.while_acting = venv.while_acting = learners_work
+        for _ in range(3):
+            sent = time.time()
+            _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+            assert TIMESTEP <= taken_after_sending(info, sent) < work, info
+            sent = time.time()
+            _, _, _, (vec_info,) = venv.step(np.array([[0.5]], dtype=np.float32))
+            assert TIMESTEP <= taken_after_sending(vec_info, sent) < work, vec_info
+        assert len(calls) == 6
+    finally:
+        venv.close()
+        env.close()

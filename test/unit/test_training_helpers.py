@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import pytest
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from stable_baselines3 import SAC
 from stable_baselines3.common.callbacks import BaseCallback
 
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector, TimingScalarsCallback
+from spin_decoupler_ros.rl.training import (
+    FreezeGarbageCollector,
+    TimingScalarsCallback,
+    act_while_training,
+    trains_while_acting,
+)
 
 
 def test_full_collections_stay_short_while_training_and_the_freeze_ends_with_it() -> None:
@@ -71,3 +79,53 @@ def test_timing_scalars_reach_sb3s_logger(tmp_path: Path) -> None:
     assert last["timing/clock_offset_ms"] == pytest.approx(2.0)
     assert last["timing/late_tick_percent"] == pytest.approx(0.5)
     assert "rollout/ep_rew_mean" in last  # SB3's own, in the same file
+
+
+class _ActingPendulum(PendulumEnv):
+    """Pendulum with DecoupledEnv's ``while_acting`` hook, noting each step's updates:
+    how many were done when the step began, and how many once it had "acted"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.while_acting: Callable[[], None] | None = None
+        self.model: SAC | None = None
+        self.updates: list[tuple[int, int]] = []  # (before the hook, after it)
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        before = self.model._n_updates if self.model is not None else 0
+        if self.while_acting is not None:
+            self.while_acting()
+        after = self.model._n_updates if self.model is not None else 0
+        self.updates.append((before, after))
+        return super().step(action)
+
+
+def test_gradient_steps_run_while_the_agent_acts(tmp_path: Path) -> None:
+    """The gradient steps SB3 runs after each step run during the next one instead (the
+    hook a DecoupledEnv calls once its command is out), all of them: as many as SB3's own
+    loop runs, the last ones before learn() returns; the model saves and loads as SAC's."""
+    settings: dict[str, Any] = {"learning_starts": 10, "policy_kwargs": {"net_arch": [8]}, "seed": 0, "batch_size": 8}
+    plain = SAC("MlpPolicy", gym.make("Pendulum-v1"), **settings)
+    plain.learn(total_timesteps=30)
+
+    env = _ActingPendulum()
+    model = trains_while_acting(SAC)("MlpPolicy", env, **settings)
+    env.model = model
+    act_while_training(env, model)
+    model.learn(total_timesteps=30)
+    assert model._n_updates == plain._n_updates == 20
+    during = [after - before for before, after in env.updates]
+    assert sum(during) == 19 and all(n in (0, 1) for n in during)  # the 20th: as learn() ends
+    assert all(before == after for before, after in env.updates[:11])  # nothing before learning starts
+
+    model.save(tmp_path / "model")
+    loaded = SAC.load(tmp_path / "model")
+    assert loaded.num_timesteps == 30
+    again = trains_while_acting(SAC).load(tmp_path / "model")
+    assert isinstance(again, SAC) and again._deferred_gradient_steps == 0  # type: ignore[attr-defined]
+
+
+def test_an_env_without_the_hook_is_refused() -> None:
+    model = trains_while_acting(SAC)("MlpPolicy", gym.make("Pendulum-v1"))
+    with pytest.raises(TypeError, match="neither a DecoupledEnv nor a DecoupledVecEnv"):
+        act_while_training(gym.make("Pendulum-v1"), model)

@@ -102,8 +102,17 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
     return values
 
 
-def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int) -> Any:
+def algorithm_class(algorithm: str, while_acting: bool) -> Any:
+    """SB3's SAC or TD3, with its gradient steps run while the agent acts if ``while_acting``."""
     from stable_baselines3 import SAC, TD3
+
+    from spin_decoupler_ros.rl.training import trains_while_acting
+
+    chosen = SAC if algorithm == "sac" else TD3
+    return trains_while_acting(chosen) if while_acting else chosen
+
+
+def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int, while_acting: bool = False) -> Any:
     from stable_baselines3.common.noise import NormalActionNoise
 
     common = {
@@ -119,19 +128,19 @@ def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int) -> An
         "seed": seed,
         "verbose": 0,
     }
+    chosen = algorithm_class(algorithm, while_acting)
     if algorithm == "sac":
-        return SAC("MlpPolicy", env, ent_coef=hyper["ent_coef"], **common)
+        return chosen("MlpPolicy", env, ent_coef=hyper["ent_coef"], **common)
     size = env.action_space.shape[0]
     noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
-    return TD3("MlpPolicy", env, action_noise=noise, **common)
+    return chosen("MlpPolicy", env, action_noise=noise, **common)
 
 
-def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any]) -> Any:
+def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any], while_acting: bool = False) -> Any:
     """A checkpoint's model, with its replay buffer (SB3's own files, this trainer's)."""
-    from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
 
-    model = (SAC if algorithm == "sac" else TD3).load(folder / "model.zip", env=env, device="cpu")
+    model = algorithm_class(algorithm, while_acting).load(folder / "model.zip", env=env, device="cpu")
     if (folder / "replay_buffer.pkl").exists():
         model.load_replay_buffer(folder / "replay_buffer.pkl")
     if algorithm == "td3":  # (the noise is not saved with the model)
@@ -188,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         target_low = declare_float_list(node, "target_low", [0.35, -0.25, 0.2], "target box lower corner (m)")
         target_high = declare_float_list(node, "target_high", [0.6, 0.25, 0.55], "target box upper corner (m)")
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
+        train_while_acting = declare_bool(
+            node,
+            "train_while_acting",
+            True,
+            "run each step's gradient steps while the agent executes the next action (the policy acts one "
+            "update behind); false: between observation and action, as SB3 does, where they are think time",
+        )
         progress_every = declare_int(node, "progress_every", 1000, "steps between progress lines", low=1)
         run_dir_param = declare_str(
             node,
@@ -263,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         ProgressCallback,
         StepLogCallback,
         TimingScalarsCallback,
+        act_while_training,
         plot_lat_histogram,
         plot_learning_curve,
         tensorboard_folder,
@@ -322,9 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         done_steps = 0 if checkpoint is None else checkpoint.step
         trained_before = 0.0 if checkpoint is None else float(checkpoint.state.get("train_seconds", 0.0))
         if checkpoint is None:
-            model = make_model(algorithm, train_env, hyper, seed)
+            model = make_model(algorithm, train_env, hyper, seed, train_while_acting)
         else:
-            model = load_model(algorithm, checkpoint.path, train_env, hyper)
+            model = load_model(algorithm, checkpoint.path, train_env, hyper, train_while_acting)
             restore_rng_states(checkpoint.state["rng"])
             # The episode under way at the checkpoint is begun again: learn() resets the
             # env (this process's new Episode goals) where it has no last observation.
@@ -332,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             model.get_env().seed(seed + done_steps)  # new episodes, not the first ones again
             log.info(f"resuming {run_dir} from step {done_steps} ({checkpoint.path.name})")
         model.tensorboard_log = tensorboard_folder(run_dir)  # (a loaded model keeps its own otherwise)
+        if train_while_acting:
+            act_while_training(closing, model)
         steps = StepLogCallback(
             run_dir / "steps.csv",
             extra_fields=("distance", "is_success"),
@@ -390,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             "requested_duration_s": client.rl_timestep,
             "num_agents": num_agents,
             "hyperparameters": hyper,
+            "train_while_acting": train_while_acting,
             "seed": seed,
         }
         write_results(run_dir, results)

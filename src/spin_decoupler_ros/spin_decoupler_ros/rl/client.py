@@ -9,7 +9,7 @@ keeps running on its own, which is the point.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import rclpy
@@ -201,14 +201,28 @@ class RLClient:
         self.channel.send_reset(seed, options)
         return self._wait(self.reset_timeout, "reset")
 
-    def step(self, action: Sequence[float] | np.ndarray, duration: float | None = None) -> StepAnswer:
+    def step(
+        self,
+        action: Sequence[float] | np.ndarray,
+        duration: float | None = None,
+        while_acting: Callable[[], None] | None = None,
+    ) -> StepAnswer:
         """Execute ``action`` for ``duration`` seconds (None: the agent's rl_timestep).
 
         Returns the observation, with LAT (the previous action's measured duration) and ATO.
+        ``while_acting`` runs once the command is out, while the agent executes it (the
+        learner's own work, e.g. gradient steps); the timeout counts from the sending.
         """
         self.channel.send_step(action, duration)
+        sent = time.monotonic()
+        if while_acting is not None:
+            try:
+                while_acting()
+            except BaseException:
+                self.channel.cancel_wait()  # its answer would arrive into the next step
+                raise
         due_in = duration if duration else self.rl_timestep
-        return self._wait(self.step_timeout(duration), f"step {self.channel.seq}", due_in)
+        return self._wait(self.step_timeout(duration), f"step {self.channel.seq}", due_in, start=sent)
 
     def finish(self, timeout: float = 5.0) -> None:
         """End the experiment: the agent ends the episode and holds. Idempotent."""
@@ -227,11 +241,11 @@ class RLClient:
             margin = max(2.0, 10.0 * timestep)
         return (duration if duration else timestep) + margin
 
-    def _wait(self, timeout: float, what: str, due_in: float | None = None) -> StepAnswer:
-        """The answer, or StepTimeoutError after ``timeout``, or at once (within two graph
-        checks) once the agent has left the ROS graph: no answer can come then
-        (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
-        start = time.monotonic()
+    def _wait(self, timeout: float, what: str, due_in: float | None = None, start: float | None = None) -> StepAnswer:
+        """The answer, or StepTimeoutError ``timeout`` after ``start`` (default: now), or at
+        once (within two graph checks) once the agent has left the ROS graph: no answer can
+        come then (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
+        start = time.monotonic() if start is None else start
         deadline = start + timeout
         poll_from = poll_until = deadline
         if due_in is not None and self.busy_wait > 0:

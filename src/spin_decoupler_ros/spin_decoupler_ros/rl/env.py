@@ -107,6 +107,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     :param reconnect_attempt_timeout: with "truncate", seconds per reset attempt while
         waiting (a crashed agent may look alive until DDS notices it is gone).
     :param client_options: keyword arguments for RLClient (timeouts, executor, ...).
+
+    ## Work while the agent acts
+    ``while_acting`` (an attribute, None by default): called once per step after the
+    command went out, before waiting for its answer: the learner's own work then runs
+    during the action instead of between observation and action (``TrainsWhileActing``).
     """
 
     # An instance attribute in Gymnasium's Env, so not a ClassVar here.
@@ -165,6 +170,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._steps = 0
         self._last_observation: np.ndarray | None = None
         self._agent_lost = False
+        self.while_acting: Callable[[], None] | None = None
         # A seeded reset is deterministic, a step is not: it runs in real (or simulated) time.
         # gymnasium.make(env.spec) makes an equivalent env: the arguments this one was
         # made with (a task's too), a given client replaced by its agent's namespace
@@ -228,7 +234,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         agent_action, duration = self.prepare_step(action)
         try:
-            answer = self.client.step(agent_action, duration)
+            answer = self.client.step(agent_action, duration, self.while_acting)
         except (StepTimeoutError, AgentError) as exc:
             if self.on_agent_lost == "raise" or self._last_observation is None:
                 raise

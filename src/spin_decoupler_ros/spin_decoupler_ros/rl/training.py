@@ -214,6 +214,58 @@ class FreezeGarbageCollector(BaseCallback):
         return True
 
 
+class TrainsWhileActing:
+    """Mixin for an SB3 off-policy algorithm (SAC, TD3, ...): the gradient steps SB3 runs
+    after each env step run during the next one, while the agent executes its action.
+
+    SB3 runs them between an observation and the next action, as think time: on a real
+    arm the previous action runs on meanwhile (a longer LAT), and in simulation the world
+    waits for them. Here they run once the next command is out (``while_acting`` of
+    ``DecoupledEnv`` or ``DecoupledVecEnv``, which ``act_while_training`` wires): the same
+    updates on the same data, the policy acting one update behind. ``learn()`` runs the
+    last ones before it returns. Use it through ``trains_while_acting(SAC)``
+    (test_training.py::test_gradient_steps_run_while_the_agent_acts)."""
+
+    _deferred_gradient_steps = 0
+    _deferred_batch_size = 0
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self._deferred_gradient_steps += gradient_steps
+        self._deferred_batch_size = batch_size
+
+    def train_deferred(self) -> None:
+        """Run the gradient steps learn() asked for since the last call (none: nothing)."""
+        steps, self._deferred_gradient_steps = self._deferred_gradient_steps, 0
+        if steps > 0:
+            super().train(gradient_steps=steps, batch_size=self._deferred_batch_size)  # type: ignore[misc]
+            self.policy.set_training_mode(False)  # type: ignore[attr-defined]  # (SB3 acts in eval mode)
+
+    def learn(self, *args: Any, **kwargs: Any) -> Any:
+        model = super().learn(*args, **kwargs)  # type: ignore[misc]
+        self.train_deferred()
+        return model
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_deferred_gradient_steps", "_deferred_batch_size"]  # type: ignore[misc]
+
+
+def trains_while_acting(algorithm: type[Any]) -> type[Any]:
+    """``algorithm`` (an SB3 off-policy class) whose gradient steps run while the agent acts
+    (``TrainsWhileActing``); its ``load()`` loads a model saved by either."""
+    return type(algorithm.__name__, (TrainsWhileActing, algorithm), {"__module__": __name__})
+
+
+def act_while_training(env: Any, model: Any) -> None:
+    """Run ``model``'s deferred gradient steps (``TrainsWhileActing``) during each step of
+    ``env`` (a ``DecoupledVecEnv`` or a, possibly wrapped, ``DecoupledEnv``)."""
+    target = env.unwrapped  # (Gymnasium's and SB3's wrappers both have it)
+    if not hasattr(target, "while_acting"):
+        raise TypeError(
+            f"{type(target).__name__} is neither a DecoupledEnv nor a DecoupledVecEnv: it cannot run work while acting"
+        )
+    target.while_acting = model.train_deferred
+
+
 class ProgressCallback(BaseCallback):
     """A progress line every ``every`` steps: rate, recent returns and successes, LAT."""
 

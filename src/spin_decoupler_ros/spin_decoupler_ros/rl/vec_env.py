@@ -45,6 +45,9 @@ class DecoupledVecEnv(VecEnv):
     :param client_options: more RLClient options (``reset_timeout``, ``step_timeout_margin``, ...).
     :param rl_node: an RLNode to use (e.g. one whose parameters a trainer declared); it
         stays open on ``close()``. None: the VecEnv makes and closes its own.
+
+    ``while_acting`` (an attribute, None by default) runs in ``step_async`` once every
+    agent has its command, as ``DecoupledEnv.while_acting`` does for one agent.
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class DecoupledVecEnv(VecEnv):
         super().__init__(len(self.envs), first.observation_space, first.action_space)
         self._actions: list[tuple[np.ndarray, float | None]] = []
         self._closed = False
+        self.while_acting: Callable[[], None] | None = None
 
     # -- SB3 VecEnv API -----------------------------------------------------------------
 
@@ -93,6 +97,13 @@ class DecoupledVecEnv(VecEnv):
         self._actions = [env.prepare_step(action) for env, action in zip(self.envs, actions, strict=True)]
         for client, (agent_action, duration) in zip(self.clients, self._actions, strict=True):
             client.channel.send_step(agent_action, duration)
+        if self.while_acting is not None:
+            try:
+                self.while_acting()
+            except BaseException:
+                for client in self.clients:  # their answers would arrive into the next step
+                    client.channel.cancel_wait()
+                raise
 
     def step_wait(self) -> VecEnvStepReturn:
         n = self.num_envs
