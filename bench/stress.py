@@ -73,6 +73,7 @@ TESTS = (
     "test/integration/test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once",
     "test/integration/test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name",
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
+    "test/integration/test_time_aware_env.py::test_the_learners_work_runs_while_the_agent_acts",
 )
 COLUMNS = ("idle", "busy_core")
 PR_SET_PDEATHSIG = 1
