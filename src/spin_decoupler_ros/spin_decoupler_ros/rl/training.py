@@ -224,7 +224,7 @@ class TrainsWhileActing:
     ``DecoupledEnv`` or ``DecoupledVecEnv``, which ``act_while_training`` wires): the same
     updates on the same data, the policy acting one update behind. ``learn()`` runs the
     last ones before it returns. Use it through ``trains_while_acting(SAC)``
-    (test_training.py::test_gradient_steps_run_while_the_agent_acts)."""
+    (test_training_helpers.py::test_gradient_steps_run_while_the_agent_acts)."""
 
     _deferred_gradient_steps = 0
     _deferred_batch_size = 0
