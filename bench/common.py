@@ -28,6 +28,21 @@ def isolate_dds() -> None:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 
+def reach_env(namespace: str, task: dict[str, Any]) -> Any:
+    """The Panda reach task's env on the agent in ``namespace`` ("": the root), with the
+    trainer's settings (``task``: its parameters in config/panda_reach.yaml)."""
+    from franka_agent.reach_task import PandaReachEnv
+
+    return PandaReachEnv(
+        namespace,
+        target_low=task["target_low"],
+        target_high=task["target_high"],
+        success_distance=task["success_distance"],
+        max_episode_steps=task["episode_steps"],
+        client_options={"connect_timeout": 60},
+    )
+
+
 def summary_ms(seconds: np.ndarray | list[float]) -> dict[str, float]:
     values = np.asarray(seconds, dtype=np.float64) * 1e3
     return {

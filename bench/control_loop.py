@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import isolate_dds, write_result
+from bench.common import isolate_dds, reach_env, write_result
 
 TIMER_FLOOR = """
 import os, sys, time
@@ -89,7 +89,6 @@ def measure(
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from franka_agent.reach_task import PandaReachEnv
     from spin_decoupler_ros.rl.training import FreezeGarbageCollector
     from spin_decoupler_ros.tools.paths import find_config
     from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
@@ -146,13 +145,7 @@ def measure(
         )
         assert mock.wait_for_log("mock Panda ready", 60) and agent.wait_for_log("agent ready", 60)
         torch.set_num_threads(1)
-        env = PandaReachEnv(
-            target_low=task["target_low"],
-            target_high=task["target_high"],
-            success_distance=task["success_distance"],
-            max_episode_steps=task["episode_steps"],
-            client_options={"connect_timeout": 60},
-        )
+        env = reach_env("", task)
         # Updates between episodes (train_freq per episode): within an episode the
         # learner only runs its policy, so LAT measures the pipeline, not backprop.
         model = SAC(

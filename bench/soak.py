@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import isolate_dds, write_result
+from bench.common import isolate_dds, reach_env, write_result
 
 
 def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[str, Any]:
@@ -36,7 +36,6 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
 
-    from franka_agent.reach_task import PandaReachEnv
     from franka_agent.robots import default_timing_model, start_mock_robots
     from franka_agent.train import make_model
     from spin_decoupler_ros.rl.checkpoint import CheckpointCallback
@@ -79,14 +78,7 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
             def _on_training_end(self) -> None:
                 self.end, self.ended = snapshot(), time.monotonic()
 
-        env = PandaReachEnv(
-            agent_namespace,
-            target_low=task["target_low"],
-            target_high=task["target_high"],
-            success_distance=task["success_distance"],
-            max_episode_steps=task["episode_steps"],
-            client_options={"connect_timeout": 60},
-        )
+        env = reach_env(agent_namespace, task)
         hyper = dict(task["sac"])
         hyper["net_arch"] = [int(width) for width in hyper["net_arch"]]
         model = make_model("sac", Monitor(env), hyper, seed=0)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import isolate_dds, write_result
+from bench.common import isolate_dds, reach_env, write_result
 
 
 def run(env: object, steps: int, seed: int) -> float:
@@ -46,7 +46,6 @@ def main() -> int:
     import yaml
 
     from franka_agent.inprocess_env import InProcessPandaReachEnv
-    from franka_agent.reach_task import PandaReachEnv
     from franka_agent.robots import start_mock_robots
     from spin_decoupler_ros.tools.paths import find_config
     from spin_decoupler_ros.tools.processes import ProcessGroup
@@ -61,14 +60,7 @@ def main() -> int:
 
     with ProcessGroup() as group:
         (agent_namespace,) = start_mock_robots(group, config, 1, sim_speed=0.0, log_dir=Path("log/bench/throughput"))
-        env = PandaReachEnv(
-            agent_namespace,
-            target_low=task["target_low"],
-            target_high=task["target_high"],
-            success_distance=task["success_distance"],
-            max_episode_steps=task["episode_steps"],
-            client_options={"connect_timeout": 60},
-        )
+        env = reach_env(agent_namespace, task)
         decoupled = run(env, args.steps, seed=1)
         env.close()
     print(f"decoupled: {decoupled:.1f} steps/s", flush=True)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import isolate_dds, write_result
+from bench.common import isolate_dds, reach_env, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,6 @@ def main() -> int:
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from franka_agent.reach_task import PandaReachEnv
     from franka_agent.robots import default_timing_model, start_mock_robots
     from spin_decoupler_ros.rl.training import act_while_training, trains_while_acting
     from spin_decoupler_ros.tools.paths import find_config
@@ -67,14 +66,7 @@ def main() -> int:
         (namespace,) = start_mock_robots(
             group, config, 1, sim_speed=0.0, log_dir=ROOT / "log/bench/train_while_acting", timing_model=timing_model
         )
-        env = PandaReachEnv(
-            namespace,
-            target_low=task["target_low"],
-            target_high=task["target_high"],
-            success_distance=task["success_distance"],
-            max_episode_steps=task["episode_steps"],
-            client_options={"connect_timeout": 60},
-        )
+        env = reach_env(namespace, task)
         model = Switching(
             "MlpPolicy",
             env,
