@@ -52,7 +52,7 @@ RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
 CONFIG = ROOT / "src" / "franka_agent" / "config" / "panda_reach.yaml"
 TRAINER = "/**/panda_trainer"
 # SAC's settings in the main job before 2026-12-03 (where they differ from the config's now),
-# and its gradient steps, run between observation and action until 2026-12-04.
+# and its gradient steps, run between observation and action until this session (2026-12-03).
 BEFORE_SAC = {"learning_rate": 0.001, "learning_starts": 1000, "ent_coef": "auto"}
 BEFORE_TRAINER = {"train_while_acting": False}
 
