@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from franka_agent.train import HYPERPARAMETERS, entropy_coefficient
+from franka_agent.train import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient
 from spin_decoupler_ros.core.errors import ParameterError
 
 CONFIG = Path(__file__).resolve().parents[2] / "src" / "franka_agent" / "config" / "panda_reach.yaml"
@@ -32,3 +32,11 @@ def test_an_entropy_coefficient_is_passed_as_sb3_takes_it(value: str, taken: str
 def test_an_entropy_coefficient_sb3_cannot_take_is_refused_by_name(value: str) -> None:
     with pytest.raises(ParameterError, match=r"parameter 'sac\.ent_coef' = .* above 0: SAC's entropy coefficient"):
         entropy_coefficient(value)
+
+
+@pytest.mark.parametrize("algorithm", sorted(HYPERPARAMETERS))
+def test_every_setting_given_as_text_has_its_parser(algorithm: str) -> None:
+    """A text setting is parsed by what TEXT_SETTINGS names for it, never by another's."""
+    text = {name for name, default in HYPERPARAMETERS[algorithm].items() if isinstance(default, str)}
+    assert text <= set(TEXT_SETTINGS)
+    assert TEXT_SETTINGS["ent_coef"][0] is entropy_coefficient

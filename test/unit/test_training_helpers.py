@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
-from stable_baselines3 import SAC
+from stable_baselines3 import SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 
 from spin_decoupler_ros.rl.training import (
@@ -100,16 +100,17 @@ class _ActingPendulum(PendulumEnv):
         return super().step(action)
 
 
-def test_gradient_steps_run_while_the_agent_acts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("algorithm", [SAC, TD3])
+def test_gradient_steps_run_while_the_agent_acts(tmp_path: Path, algorithm: type[Any]) -> None:
     """The gradient steps SB3 runs after each step run during the next one instead (the
     hook a DecoupledEnv calls once its command is out), all of them: as many as SB3's own
-    loop runs, the last ones before learn() returns; the model saves and loads as SAC's."""
+    loop runs, the last ones before learn() returns; the model saves and loads as SB3's."""
     settings: dict[str, Any] = {"learning_starts": 10, "policy_kwargs": {"net_arch": [8]}, "seed": 0, "batch_size": 8}
-    plain = SAC("MlpPolicy", gym.make("Pendulum-v1"), **settings)
+    plain = algorithm("MlpPolicy", gym.make("Pendulum-v1"), **settings)
     plain.learn(total_timesteps=30)
 
     env = _ActingPendulum()
-    model = trains_while_acting(SAC)("MlpPolicy", env, **settings)
+    model = trains_while_acting(algorithm)("MlpPolicy", env, **settings)
     env.model = model
     act_while_training(env, model)
     model.learn(total_timesteps=30)
@@ -119,10 +120,34 @@ def test_gradient_steps_run_while_the_agent_acts(tmp_path: Path) -> None:
     assert all(before == after for before, after in env.updates[:11])  # nothing before learning starts
 
     model.save(tmp_path / "model")
-    loaded = SAC.load(tmp_path / "model")
+    loaded = algorithm.load(tmp_path / "model")
     assert loaded.num_timesteps == 30
-    again = trains_while_acting(SAC).load(tmp_path / "model")
-    assert isinstance(again, SAC) and again._deferred_gradient_steps == 0  # type: ignore[attr-defined]
+    again = trains_while_acting(algorithm).load(tmp_path / "model")
+    assert isinstance(again, algorithm) and again._deferred_gradient_steps == 0  # type: ignore[attr-defined]
+
+
+def test_a_saved_model_keeps_the_gradient_steps_still_to_run(tmp_path: Path) -> None:
+    """A model saved between SB3 asking for an update and the next step running it (a
+    checkpoint of a run stopped there) runs that update once loaded: none is lost."""
+    settings: dict[str, Any] = {"learning_starts": 5, "policy_kwargs": {"net_arch": [8]}, "seed": 0, "batch_size": 8}
+    env = _ActingPendulum()
+    model = trains_while_acting(SAC)("MlpPolicy", env, **settings)
+    model.learn(total_timesteps=20)
+    model.train(gradient_steps=1, batch_size=8)  # asked for; the next step would run it
+    updates = model._n_updates
+    model.save(tmp_path / "model")
+    model.save_replay_buffer(tmp_path / "buffer")
+
+    resumed_env = _ActingPendulum()
+    loaded = trains_while_acting(SAC).load(tmp_path / "model", env=resumed_env)
+    loaded.load_replay_buffer(tmp_path / "buffer")
+    assert loaded._deferred_gradient_steps == 1
+    resumed_env.model = loaded
+    act_while_training(resumed_env, loaded)
+    loaded.learn(total_timesteps=1, reset_num_timesteps=False)
+    # The one still to run, during the first step; that step's own, as learn() ends.
+    assert resumed_env.updates[0] == (updates, updates + 1)
+    assert loaded._n_updates == updates + 2 and loaded._deferred_gradient_steps == 0
 
 
 def test_an_env_without_the_hook_is_refused() -> None:

@@ -18,6 +18,7 @@ import csv
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,6 +86,13 @@ def entropy_coefficient(value: str, name: str = "sac.ent_coef") -> str | float:
     return text if text.startswith("auto_") else coefficient
 
 
+# The settings given as text, each with its parser (value, parameter name) and what it
+# takes: a text setting needs one (test_trainer_settings.py holds every default to it).
+TEXT_SETTINGS: dict[str, tuple[Callable[[str, str], Any], str]] = {
+    "ent_coef": (entropy_coefficient, "auto, auto_<initial> or a number"),
+}
+
+
 def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, default in HYPERPARAMETERS[algorithm].items():
@@ -92,9 +100,8 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
         if isinstance(default, list):
             values[name] = [int(x) for x in declare_float_list(node, key, [float(x) for x in default], name)]
         elif isinstance(default, str):
-            values[name] = entropy_coefficient(
-                declare_str(node, key, default, f"{algorithm.upper()} {name}: auto, auto_<initial> or a number"), key
-            )
+            parse, takes = TEXT_SETTINGS[name]
+            values[name] = parse(declare_str(node, key, default, f"{algorithm.upper()} {name}: {takes}"), key)
         elif isinstance(default, int):
             values[name] = declare_int(node, key, default, f"{algorithm.upper()} {name}", low=0)
         else:

@@ -223,8 +223,10 @@ class TrainsWhileActing:
     waits for them. Here they run once the next command is out (``while_acting`` of
     ``DecoupledEnv`` or ``DecoupledVecEnv``, which ``act_while_training`` wires): the same
     updates on the same data, the policy acting one update behind. ``learn()`` runs the
-    last ones before it returns. Use it through ``trains_while_acting(SAC)``
-    (test_training_helpers.py::test_gradient_steps_run_while_the_agent_acts)."""
+    last ones before it returns; a model saved in between (a checkpoint, a stop) keeps
+    those still to run, and runs them once loaded into this class. Use it through
+    ``trains_while_acting(SAC)`` (test_training_helpers.py::
+    test_gradient_steps_run_while_the_agent_acts, ::test_a_saved_model_keeps_the_gradient_steps_still_to_run)."""
 
     _deferred_gradient_steps = 0
     _deferred_batch_size = 0
@@ -244,9 +246,6 @@ class TrainsWhileActing:
         model = super().learn(*args, **kwargs)  # type: ignore[misc]
         self.train_deferred()
         return model
-
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_deferred_gradient_steps", "_deferred_batch_size"]  # type: ignore[misc]
 
 
 def trains_while_acting(algorithm: type[Any]) -> type[Any]:
