@@ -1,7 +1,8 @@
 """The main job's default against the default it replaced, side by side, and both policies
 evaluated at real time: does the new default train faster and transfer as well?
 
-    ./ws bench main_job [--total-timesteps 10000] [--record-steps 2000] [--update-default]
+    ./ws bench main_job [--total-timesteps 10000] [--record-steps 2000] [--rounds 2]
+                        [--recording think_times.csv] [--update-default]
 
 1. record: the main job at real time (``--sim-speed 1``, ``wall``) for ``--record-steps``
    steps; the think times of its steps after SAC's ``learning_starts`` are what a real arm
@@ -12,7 +13,13 @@ evaluated at real time: does the new default train faster and transfer as well?
    (``BEFORE_TRAINER``), written into a copy of the config;
 3. after: today's default: the config's settings (SAC's, gradient steps while the agent
    acts), under ``replay:`` of the recording;
-4. each policy evaluated at real time under ``wall`` (``--evaluate``), as on the arm.
+   the two train ``--rounds`` times each, in the order before, after, after, before, ...:
+   the machine's speed drifts by a third within minutes here, and this order cancels a
+   steady drift between them. (Taking turns with SIGSTOP cannot stand in: the agent and
+   the mock take a stopped process for a stall and brake the arm.) Figures per run, and
+   their means;
+4. the first run of each policy evaluated at real time under ``wall`` (``--evaluate``), as
+   on the arm.
 
 ``--seed N`` (N > 0) writes bench/results/main_job_seedN.json instead and leaves
 time_aware.json alone.
@@ -86,6 +93,21 @@ def steps_to_target(steps_csv: Path) -> dict[str, Any]:
     return {"steps_to_95": None, "wall_s_to_95": None, "episodes_to_95": None}
 
 
+def abba(names: list[str], rounds: int) -> list[str]:
+    """``names`` ``rounds`` times, each round in the reverse order of the one before
+    (A B, B A, A B, ...): a steady drift of the machine's speed weighs on both alike."""
+    return [name for index in range(rounds) for name in (names if index % 2 == 0 else names[::-1])]
+
+
+def means(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean over ``runs`` of the figures each gives as a number (None if any lacks it)."""
+    keys = ("steps_to_95", "wall_s_to_95", "episodes_to_95", "train_seconds", "train_steps_per_second")
+    return {
+        key: round(float(np.mean([run[key] for run in runs])), 1) if all(run[key] is not None for run in runs) else None
+        for key in keys
+    }
+
+
 def think_time_summary(steps_csv: Path) -> dict[str, float]:
     with open(steps_csv, newline="") as file:
         times = np.array(think_times_from_rows(csv.DictReader(file)))
@@ -133,46 +155,63 @@ def main() -> int:
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--update-default", action="store_true", help=f"write the recording to {RECORDING}")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each, in the order before, after, after, ...")
+    parser.add_argument(
+        "--recording", type=Path, help="think times to replay (a recording's file) instead of recording them first"
+    )
     args = parser.parse_args()
     isolate_dds()
     common = ["--seed", str(args.seed), "--eval-episodes", str(args.eval_episodes)]
     with tempfile.TemporaryDirectory() as scratch:
         runs = Path(scratch)
-        print("recording the think times of a real-time run", flush=True)
-        main_job(
-            *common, "--sim-speed", "1", "--timing-model", "wall", "--total-timesteps", str(args.record_steps),
-            "--eval-episodes", "1", "--run-dir", str(runs / "record"),
-        )  # fmt: skip
         recording = runs / "think_times.csv"
-        record(runs / "record", int(sac_settings(CONFIG)["learning_starts"]), recording)
+        if args.recording is not None:
+            recording.write_text(args.recording.read_text())
+        else:
+            print("recording the think times of a real-time run", flush=True)
+            main_job(
+                *common, "--sim-speed", "1", "--timing-model", "wall", "--total-timesteps", str(args.record_steps),
+                "--eval-episodes", "1", "--run-dir", str(runs / "record"),
+            )  # fmt: skip
+            record(runs / "record", int(sac_settings(CONFIG)["learning_starts"]), recording)
         recorded = think_time_summary(recording)
         print(f"recorded think times: {recorded}", flush=True)
-        trained: dict[str, dict[str, Any]] = {}
         before_config = config_with(BEFORE_SAC, BEFORE_TRAINER, runs / "before.yaml")
-        for name, model, config in (("before", "wall", before_config), ("after", f"replay:{recording}", CONFIG)):
-            print(f"training '{name}' under {model}", flush=True)
-            run_dir = runs / name
+        setups = {"before": ("wall", before_config), "after": (f"replay:{recording}", CONFIG)}
+        runs_of: dict[str, list[dict[str, Any]]] = {name: [] for name in setups}
+        for name in abba(list(setups), args.rounds):
+            model, config = setups[name]
+            run_dir = runs / f"{name}{len(runs_of[name])}"
+            print(f"training '{name}' under {model} ({run_dir.name})", flush=True)
             figures = main_job(
                 *common, "--config", str(config), "--timing-model", model,
                 "--total-timesteps", str(args.total_timesteps), "--run-dir", str(run_dir),
             )  # fmt: skip
+            runs_of[name].append(
+                {
+                    **steps_to_target(run_dir / "steps.csv"),
+                    "train_seconds": figures["train_seconds"],
+                    "train_steps_per_second": figures["train_steps_per_second"],
+                    "success_rate_own_model": figures["success_rate"],
+                    "lat_ms": figures["lat_ms"],
+                    "think_time": think_time_summary(run_dir / "steps.csv"),
+                    "mock_limit_violations": figures["mock_limit_violations"],
+                }
+            )
+        trained: dict[str, dict[str, Any]] = {}
+        for name, (model, config) in setups.items():
             trained[name] = {
                 "timing_model": "wall (flat out, lockstep)" if model == "wall" else "replay of the real-time run",
                 "sac": sac_settings(config),
                 "train_while_acting": trainer_settings(config).get("train_while_acting", True),
-                **steps_to_target(run_dir / "steps.csv"),
-                "train_seconds": figures["train_seconds"],
-                "train_steps_per_second": figures["train_steps_per_second"],
-                "success_rate_own_model": figures["success_rate"],
-                "lat_ms": figures["lat_ms"],
-                "think_time": think_time_summary(run_dir / "steps.csv"),
-                "mock_limit_violations": figures["mock_limit_violations"],
+                **means(runs_of[name]),
+                "runs": runs_of[name],
             }
         for name in trained:
             print(f"evaluating '{name}' at real time under wall", flush=True)
             figures = main_job(
                 *common, "--sim-speed", "1", "--timing-model", "wall", "--evaluate",
-                str(runs / name / "model.zip"), "--run-dir", str(runs / f"{name}_eval"),
+                str(runs / f"{name}0" / "model.zip"), "--run-dir", str(runs / f"{name}_eval"),
             )  # fmt: skip
             trained[name]["real_time_eval"] = {
                 "success_rate": figures["success_rate"],
@@ -190,7 +229,12 @@ def main() -> int:
     result = {
         "total_timesteps": args.total_timesteps,
         "seed": args.seed,
-        "recorded_think_time": {**recorded, "record_steps": args.record_steps},
+        "recorded_think_time": {
+            **recorded,
+            **({"recording": args.recording.name} if args.recording else {"record_steps": args.record_steps}),
+        },
+        "rounds": args.rounds,
+        "order": abba(["before", "after"], args.rounds),
         "before": before,
         "after": after,
         "wall_s_to_95_ratio": ratio,
