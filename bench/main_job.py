@@ -160,6 +160,8 @@ def main() -> int:
         "--recording", type=Path, help="think times to replay (a recording's file) instead of recording them first"
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: each job needs a run at least")
     isolate_dds()
     common = ["--seed", str(args.seed), "--eval-episodes", str(args.eval_episodes)]
     with tempfile.TemporaryDirectory() as scratch:
