@@ -110,6 +110,9 @@ def make_client_id(node: Node) -> str:
 # Recorded messages written at once, while the agent runs a step (about five steps'
 # worth: fewer calls, and still far shorter than any action).
 RECORD_BATCH = 16
+# How long a refused reset waits for the status that says why (the agent publishes it
+# just before refusing; on another topic, it can come a moment after the refusal).
+REFUSAL_STATUS_WAIT_S = 0.5
 
 
 class AgentChannel:
@@ -149,6 +152,7 @@ class AgentChannel:
         self._error: Exception | None = None
         self._finishing = False
         self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
+        self._refused_at: float | None = None  # a refused reset, whose status has yet to come
         self._recorder: RunRecorder | None = None
         # Totals of the StepTiming that comes with each answer (Episode feedback).
         self.control_ticks = 0
@@ -201,6 +205,8 @@ class AgentChannel:
         if self._recorder is not None:
             self._recorder.write(self._status_sub.topic_name, msg)
         self.status = msg
+        if self._refused_at is not None and self._status_explains_refusal():
+            self._refuse()
 
     @property
     def seq(self) -> int:
@@ -300,6 +306,8 @@ class AgentChannel:
 
     def poll(self) -> StepAnswer | None:
         """The answer, once it arrived; raises the agent's error instead, if there was one."""
+        if self._refused_at is not None and time.monotonic() - self._refused_at >= REFUSAL_STATUS_WAIT_S:
+            self._refuse()  # (no status said why: the agent's last one is all there is)
         if self._error is not None:
             error, self._error = self._error, None
             self._waiting = _Waiting.NOTHING
@@ -326,13 +334,12 @@ class AgentChannel:
         goal_handle = future.result()
         assert isinstance(goal_handle, ClientGoalHandle)
         if not goal_handle.accepted:
-            reason = self._rejection_reason()
-            state = self.status.state if self.status is not None else None
-            message = f"agent {self.agent_name} refused the episode: {reason}"
-            if state == AgentStatus.STOPPED:
-                self._fail(RobotStoppedError(message, needs_person=True))
-            else:
-                self._fail((AgentInactiveError if state == AgentStatus.INACTIVE else AgentBusyError)(message))
+            # The agent says why on its status topic just before refusing; that message
+            # may come after the refusal (another topic): the error waits for it
+            # (test_channel_refusal.py).
+            self._refused_at = time.monotonic()
+            if self._status_explains_refusal():
+                self._refuse()
             return
         self._goal_handle = goal_handle
         self._episode_uuid = bytes(goal_handle.goal_id.uuid)
@@ -344,11 +351,27 @@ class AgentChannel:
         for feedback in early:
             self._on_feedback(feedback)
 
+    def _status_explains_refusal(self) -> bool:
+        status = self.status
+        return status is not None and (
+            self.client_id in status.message or status.state in (AgentStatus.INACTIVE, AgentStatus.STOPPED)
+        )
+
+    def _refuse(self) -> None:
+        """Fail the refused reset with the error its reason calls for."""
+        self._refused_at = None
+        reason = self._rejection_reason()
+        state = self.status.state if self.status is not None else None
+        message = f"agent {self.agent_name} refused the episode: {reason}"
+        if state == AgentStatus.STOPPED:
+            self._fail(RobotStoppedError(message, needs_person=True))
+        else:
+            self._fail((AgentInactiveError if state == AgentStatus.INACTIVE else AgentBusyError)(message))
+
     def _rejection_reason(self) -> str:
         status = self.status
-        if status is not None and (
-            self.client_id in status.message or status.state in (AgentStatus.INACTIVE, AgentStatus.STOPPED)
-        ):
+        if self._status_explains_refusal():
+            assert status is not None
             return status.message
         if status is not None and status.client_id and status.client_id != self.client_id:
             return f"it serves client '{status.client_id}'"
@@ -427,6 +450,7 @@ class AgentChannel:
         self._episode_uuid = None
 
     def _forget_episode(self) -> None:
+        self._refused_at = None
         self._episode_uuid = None
         self._goal_handle = None
         self._result_future = None
