@@ -30,7 +30,7 @@ def channel(ros_domain: dict[str, str]) -> Iterator[AgentChannel]:
 def refuse(channel: AgentChannel) -> None:
     """The agent's answer to a reset: refused (as the action client hands it over)."""
     response = Episode.Impl.SendGoalService.Response(accepted=False)
-    future = Future()
+    future: Future = Future()
     future.set_result(ClientGoalHandle(channel._action_client, UUID(), response))
     channel._goal_future = future
     channel._on_goal_response(future)
