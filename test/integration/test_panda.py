@@ -312,6 +312,76 @@ def test_a_slow_send_on_a_waiting_clock_is_not_uncertain(ros_domain: dict[str, s
         signal.signal(signal.SIGCONT, previous)
 
 
+def test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time(ros_domain: dict[str, str]) -> None:
+    """Under a timing model on a lockstep clock, what a tick reads is the joint state
+    stamped at its time, whatever the order the two topics arrive in: one that comes
+    after the /clock that made the tick is waited for, and one stamped later (the mock
+    ran ahead) is kept for the tick at its time. So a seeded run repeats."""
+    import threading
+
+    from rosgraph_msgs.msg import Clock
+
+    from franka_agent.panda_agent_node import PandaAgent
+    from spin_decoupler_ros.node_runner import bring_up
+
+    previous = signal.getsignal(signal.SIGCONT)
+    rclpy.init(
+        args=["--ros-args", "-p", "use_sim_time:=true", "-p", "timing_model:=none", "-p", "joint_states_topic:=/js"]
+    )
+    try:
+        agent = PandaAgent()
+        bring_up(agent)
+        assert agent.waits_on_clock
+        source = rclpy.create_node("clock_and_state_source")
+        clock = source.create_publisher(Clock, "/clock", 10)
+        states = source.create_publisher(JointState, "/js", 10)
+        base_ns, period_ns = 5_000_000_000, agent.params.control_period_ns
+
+        def stamp(clock_ns: int) -> Time:
+            sec, nanosec = divmod(clock_ns, 1_000_000_000)
+            return Time(sec=sec, nanosec=nanosec)
+
+        def state(k: int) -> JointState:
+            """The arm's state at tick k: its first joint at k (rad), to tell them apart."""
+            message = JointState(name=list(panda.JOINT_NAMES), position=[float(k)] + [0.0] * 6, velocity=[0.0] * 7)
+            message.header.stamp = stamp(base_ns + k * period_ns)
+            return message
+
+        def tick(k: int) -> float:
+            """Move the agent's clock to tick k (as a tick sees it) and read the state."""
+            deadline = time.monotonic() + 10.0
+            while agent.now_ns() < base_ns + k * period_ns and time.monotonic() < deadline:
+                clock.publish(Clock(clock=stamp(base_ns + k * period_ns)))
+                rclpy.spin_once(agent, timeout_sec=0.01)
+            assert agent.now_ns() == base_ns + k * period_ns, "the agent never heard the /clock"
+            q, _ = agent._measured()
+            return float(q[0])
+
+        def delivered(k: int) -> None:
+            """Publish tick k's state until the agent's reader has it queued."""
+            states.publish(state(k))
+            time.sleep(0.2)
+
+        for k in (0, 1):  # the topic's grid: a state at every tick
+            delivered(k)
+            assert tick(k) == k
+        delivered(2)
+        delivered(3)  # the mock ran ahead of the clock
+        assert tick(2) == 2.0
+        assert tick(3) == 3.0  # kept from the take at tick 2
+        # Tick 5's /clock overtakes its state, which comes 0.1 s later: the tick waits for it.
+        delivered(4)
+        late = threading.Timer(0.1, lambda: states.publish(state(5)))
+        late.start()
+        assert tick(5) == 5.0
+        late.join()
+        source.destroy_node()
+        agent.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+        signal.signal(signal.SIGCONT, previous)
+
+
 def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:

@@ -5,14 +5,18 @@ durations and the observations are exact and a seeded run repeats."""
 
 from __future__ import annotations
 
+import csv
 import itertools
 import math
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import start_node, start_panda_agent, start_panda_mock
+from helpers import isolated_ros_environment, start_node, start_panda_agent, start_panda_mock
 
 from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
@@ -125,6 +129,48 @@ def test_a_seeded_training_run_repeats_its_steps_csv(processes: ProcessGroup, tm
     assert len({row["lat"] for row in first if row["seq"] != "1"}) > 1  # the think times varied
     assert [row["lat"] for row in other] != [row["lat"] for row in first]
     assert [row["reward"] for row in other] != [row["reward"] for row in first]
+
+
+def panda_steps(run_dir: Path) -> list[list[str]]:
+    """The main job's steps.csv in ``run_dir``: what the world and the learner made, with
+    ATO counted from the run's first (the mock's epoch is its start's wall time)."""
+    with open(run_dir / "steps.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    first_ato = float(rows[0]["ato"])
+    made = ("episode", "seq", "lat", "requested_duration", "duration", "hold", "reward", "distance", "is_success")
+    return [[row[key] for key in made] + [f"{float(row['ato']) - first_ato:.6f}"] for row in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_seeded_panda_training_run_repeats_its_steps_csv(tmp_path: Path) -> None:
+    """The main job (SAC against the lockstep mock under the default replay) with one seed,
+    twice at once, each in its own DDS domain, so that the two load the machine: the same
+    steps.csv, past the start of learning. (Run so, two runs that read the newest state
+    at a tick, not the one stamped at its time, came apart at step 204.)"""
+    steps = 320  # learning starts at 200 (config/panda_reach.yaml)
+
+    def train(name: str) -> subprocess.Popen[str]:
+        options = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1")
+        return subprocess.Popen(
+            [sys.executable, "-m", "franka_agent.pipeline", *options, "--run-dir", str(tmp_path / name)],
+            env={**os.environ, **isolated_ros_environment()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    runs = {name: train(name) for name in ("first", "again")}
+    try:
+        for process in runs.values():
+            output, _ = process.communicate(timeout=400)
+            assert process.returncode == 0, output
+    finally:
+        for process in runs.values():
+            process.kill()
+    first, again = panda_steps(tmp_path / "first"), panda_steps(tmp_path / "again")
+    assert len(first) == steps and len({row[0] for row in first}) > 5
+    assert first == again
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,10 @@ STALL_QUIET_MAX_S = 0.2
 # After a stop, at least this long: the first command sent right after a 1 s stop once
 # took 100 ms to reach the controller (DDS catching up), several times the lead.
 STOPPED_QUIET_S = 0.15
+# Where the world waits for the agent: how long a tick waits for the joint state stamped
+# at its time (published before the /clock that made the tick, on another topic), polling.
+STATE_AT_TICK_WAIT_S = 0.5
+STATE_POLL_S = 0.0002
 OBSERVATION_NAMES = (
     *(f"q{i}" for i in range(1, 8)),
     *(f"dq{i}" for i in range(1, 8)),
@@ -100,6 +104,10 @@ class PandaAgent(AgentNode):
         self._clock_reader = LatestMessage(self, Clock, "/clock") if self.get_parameter("use_sim_time").value else None
         self._newest_clock_ns = 0
         self._state_stamp_ns = 0  # the time the latest joint state refers to (its stamp)
+        # Where the world waits for the agent: arm states stamped after the tick that took
+        # them (for later ticks), and the step between the topic's stamps (see _decode_state).
+        self._ahead_states: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._state_grid_ns = 0
         self._quiet_until = 0.0  # monotonic time until which nothing is sent (after a stall)
         self._continued_at = 0.0  # monotonic time of the last SIGCONT
         self._settled_stop_at = 0.0  # the SIGCONT after which commanding was made safe again
@@ -243,30 +251,89 @@ class PandaAgent(AgentNode):
 
     # -- robot state --------------------------------------------------------------------
 
-    def _decode_state(self) -> None:
-        """Take in the newest of the arm's joint states that came since the last look."""
-        for raw in reversed(self._joint_state_reader.take_all_serialized()):
-            if self._take_in(deserialize_message(raw, JointState)):
-                self._state_ns = self.now_ns()  # within a tick of its arrival
-                self._state_wall = time.monotonic()
-                return
+    def _decode_state(self, wait: bool = True) -> None:
+        """Take in the newest of the arm's joint states that came since the last look.
 
-    def _take_in(self, msg: JointState) -> bool:
-        """Keep the arm's positions and velocities from ``msg``, if it holds them."""
+        Where the world waits for the agent (``waits_on_clock``), the state a tick reads is
+        the one stamped at the tick's time, so that a seeded run repeats: the newest
+        stamped at or before now (later ones are kept for later ticks), and, where the
+        topic has a state at this time (its stamps' grid), the tick waits for it should the
+        /clock that made the tick have overtaken it (up to STATE_AT_TICK_WAIT_S, wall)
+        (test_panda.py::test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time).
+        """
+        if not self.waits_on_clock:
+            for raw in reversed(self._joint_state_reader.take_all_serialized()):
+                state = self._arm_state(deserialize_message(raw, JointState))
+                if state is not None:
+                    self._keep(*state)
+                    return
+            return
+        now_ns = self.now_ns()
+        self._take_until(now_ns)
+        if not wait or self._state_stamp_ns >= now_ns or not self._state_due(now_ns):
+            return
+        deadline = time.monotonic() + STATE_AT_TICK_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(STATE_POLL_S)
+            self._take_until(now_ns)
+            if self._state_stamp_ns >= now_ns:
+                return
+        self._state_grid_ns = 0  # learnt again from the next states
+        self.get_logger().warning(
+            f"no joint state stamped at the tick's time ({now_ns / 1e9:.3f} s) within {STATE_AT_TICK_WAIT_S:g} s: "
+            "the tick reads an older one (this run may not repeat exactly)",
+            throttle_duration_sec=5.0,
+        )
+
+    def _take_until(self, now_ns: int) -> None:
+        """Take in the newest arm state stamped at or before ``now_ns``; keep later ones."""
+        ahead = self._ahead_states
+        taken = self._joint_state_reader.take_all_serialized()
+        newer: list[tuple[int, np.ndarray, np.ndarray]] = []
+        candidates = [*ahead, *(self._arm_state(deserialize_message(raw, JointState)) for raw in taken)]
+        chosen = None
+        for state in reversed(candidates):
+            if state is None:
+                continue
+            if state[0] > now_ns:
+                newer.append(state)
+                continue
+            chosen = state
+            break
+        self._ahead_states = newer[::-1]
+        if chosen is not None and chosen[0] > self._state_stamp_ns:
+            if self._state_stamp_ns:
+                step = chosen[0] - self._state_stamp_ns
+                self._state_grid_ns = step if not self._state_grid_ns else min(self._state_grid_ns, step)
+            self._keep(*chosen)
+
+    def _state_due(self, now_ns: int) -> bool:
+        """Whether the state topic has a state stamped ``now_ns``: its stamps so far lie on
+        a grid (the smallest step between the states taken in) that ``now_ns`` is on."""
+        grid = self._state_grid_ns
+        return grid > 0 and self._state_stamp_ns > 0 and (now_ns - self._state_stamp_ns) % grid == 0
+
+    def _arm_state(self, msg: JointState) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """The arm's (stamp, positions, velocities) in ``msg``, or None if it does not hold them."""
         if msg.name != self._order_names:
             try:
                 order = [msg.name.index(name) for name in panda.JOINT_NAMES]
             except ValueError:
-                return False  # the gripper's, or another robot's, on a shared topic
+                return None  # the gripper's, or another robot's, on a shared topic
             self._order, self._order_names = order, list(msg.name)
         position = np.asarray(msg.position)
         if position.size < len(msg.name):
-            return False
-        self._state_stamp_ns = time_to_ns(msg.header.stamp)
-        self._q = position[self._order]
+            return None
         velocity = np.asarray(msg.velocity)
-        self._dq = velocity[self._order] if velocity.size >= len(msg.name) else np.zeros(panda.DOF)
-        return True
+        dq = velocity[self._order] if velocity.size >= len(msg.name) else np.zeros(panda.DOF)
+        return time_to_ns(msg.header.stamp), position[self._order], dq
+
+    def _keep(self, stamp_ns: int, q: np.ndarray, dq: np.ndarray) -> None:
+        """Make ``q``, ``dq`` (stamped ``stamp_ns``) the arm's state the loop reads."""
+        self._state_stamp_ns = stamp_ns
+        self._q, self._dq = q, dq
+        self._state_ns = self.now_ns()  # within a tick of its arrival
+        self._state_wall = time.monotonic()
 
     def _measured(self) -> tuple[np.ndarray, np.ndarray]:
         self._decode_state()
@@ -512,7 +579,7 @@ class PandaAgent(AgentNode):
     def diagnostic_checks(self, figures: Figures) -> list[Check]:
         """The joint states' age in wall time (a stopped robot, or a mock that is, stops
         them whatever the clock does), unless the world waits for the learner."""
-        self._decode_state()
+        self._decode_state(wait=False)
         values = (("topic", self.joint_states_topic),)
         if self.world_waits():
             return [Check("joint states", Level.OK, "the world waits for the learner (timing model)", values)]
