@@ -35,10 +35,19 @@ HELPER_SCRIPT = textwrap.dedent(
 )
 
 
+def sigint_as_from_a_terminal() -> None:
+    """SIGINT at its default in the parent, as a terminal's Ctrl-C finds it: a shell that
+    starts a command in the background (pytest, under a CI script) makes it ignored, and
+    an ignored signal is inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_parent(command: list[str], ready_when: str, tmp_path: Path, timeout: float = 120.0) -> subprocess.Popen[str]:
     """Start the process that starts nodes; wait until ``ready_when`` is in its output."""
     log = tmp_path / "parent.log"
-    parent = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    parent = subprocess.Popen(
+        command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_as_from_a_terminal
+    )
     deadline = time.monotonic() + timeout
     while ready_when not in log.read_text():
         assert parent.poll() is None, f"the parent ended early:\n{log.read_text()}"
