@@ -59,6 +59,7 @@ from spin_decoupler_ros.core.health import Figures, Level, assess_state_age
 from spin_decoupler_ros.core.timing import ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.qos_events import no_publisher_events
 
 STATE_QOS = sensor_qos(depth=8)  # a few kept, should other joints share the topic
 # Wall seconds without commands after a stall, while what the agent hears catches up.
@@ -128,7 +129,9 @@ class PandaAgent(AgentNode):
         # loop more than its ticks did); a few kept, should other joints share the topic.
         # Commands reliable.
         self._joint_state_reader = LatestMessage(self, JointState, self.joint_states_topic, STATE_QOS)
-        self._command_pub = self.create_publisher(JointTrajectory, self.command_topic, 10)
+        self._command_pub = self.create_publisher(
+            JointTrajectory, self.command_topic, 10, event_callbacks=no_publisher_events()
+        )
         window_ns = seconds_to_ns(self.stop_window)
         self._stops = StopDetector(window_ns) if window_ns > 0 else None
         self._stop_pending: str | None = None  # a stop seen: the next reset recovers first

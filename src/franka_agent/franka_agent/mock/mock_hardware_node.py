@@ -55,7 +55,6 @@ import rclpy.subscription as rclpy_subscription
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -73,6 +72,7 @@ from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_
 from franka_agent.core.trajectory import TrajectoryPoint
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.qos_events import no_publisher_events, no_subscription_events
 from spin_decoupler_ros.tools.realtime import request_realtime
 
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
@@ -187,9 +187,8 @@ class MockPandaHardware(Node):
 
         # ros2_control_node's state at the control rate, and the merged /joint_states
         # (joint_state_publisher, 30 Hz on the robot).
-        # No per-endpoint QoS event handlers: each is one more waitable on every spin of a
-        # node that spins thousands of times a second (mismatches still fail to connect).
-        quiet = PublisherEventCallbacks(use_default_callbacks=False)
+        # No QoS event handlers: each is one more waitable on every spin (qos_events.py).
+        quiet = no_publisher_events()
         self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10, event_callbacks=quiet)
         self._joint_states = self.create_publisher(JointState, "/joint_states", 10, event_callbacks=quiet)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10, event_callbacks=quiet)
@@ -202,7 +201,7 @@ class MockPandaHardware(Node):
             # command was sent and received.
             self._on_trajectory_with_info if hasattr(rclpy_subscription, "MessageInfo") else self._on_trajectory,
             10,
-            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
+            event_callbacks=no_subscription_events(),
         )
         self._reset_srv = self.create_service(Trigger, "~/reset", self._on_reset)
         self._inject_stop_srv = self.create_service(Trigger, "~/inject_stop", self._on_inject_stop)

@@ -17,6 +17,7 @@ from rclpy.node import Node
 
 from spin_decoupler_ros.core.health import Figures, HealthThresholds, HealthWindow, Level
 from spin_decoupler_ros.params import declare_float
+from spin_decoupler_ros.qos_events import no_publisher_events
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ class AgentDiagnostics:
         self._checks = checks
         self._prefix = node.get_fully_qualified_name().lstrip("/")
         self._hardware_id = node.get_namespace()
-        self._publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._publisher = node.create_publisher(
+            DiagnosticArray, "/diagnostics", 10, event_callbacks=no_publisher_events()
+        )
         self._wall = Clock(clock_type=ClockType.STEADY_TIME)
         self._timer = node.create_timer(period_s, self.publish, clock=self._wall) if period_s > 0.0 else None
 

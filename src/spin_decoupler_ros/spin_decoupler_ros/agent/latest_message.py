@@ -16,6 +16,8 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from spin_decoupler_ros.qos_events import no_subscription_events
+
 
 def sensor_qos(depth: int = 1) -> QoSProfile:
     """Sensor data: best effort, and only the newest ``depth`` messages kept."""
@@ -61,7 +63,13 @@ class LatestMessage:
     def __init__(self, node: Node, msg_type: type, topic: str, qos: QoSProfile = NEWEST_ONLY) -> None:
         self.msg_type = msg_type
         self._subscription = node.create_subscription(
-            msg_type, topic, _never_called, qos, callback_group=_ReadByHand(), raw=True
+            msg_type,
+            topic,
+            _never_called,
+            qos,
+            callback_group=_ReadByHand(),
+            raw=True,
+            event_callbacks=no_subscription_events(),
         )
 
     def take_all_serialized(self) -> list[bytes]:
