@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from franka_agent.core import panda
+from franka_agent.core.command_check import DesiredStateMonitor
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import (
     ArmMotion,
@@ -210,6 +211,101 @@ def test_a_new_trajectory_starts_from_the_current_desired_state() -> None:
     after = follower.sample(0.5)
     np.testing.assert_allclose(after[0], before[0])
     np.testing.assert_allclose(after[1], before[1])
+
+
+@st.composite
+def _trajectories(draw: st.DrawFn) -> tuple[float, list[TrajectoryPoint], float | None, bool]:
+    """(arrival, points, stamp, closed loop): stamps from before the arrival (the first
+    points already past) to after it; velocities on every point, or on none."""
+    arrival = draw(st.floats(0.0, 1.0))
+    count = draw(st.integers(1, 4))
+    gaps = draw(st.lists(st.sampled_from([0.0, 1e-10, 0.001, 0.003, 0.01]), min_size=count, max_size=count))
+    with_velocities = draw(st.booleans())
+    elements = st.floats(-2.0, 2.0)
+    points, t = [], 0.0
+    for gap in gaps:
+        t += gap
+        q = np.array(draw(st.lists(elements, min_size=7, max_size=7)))
+        v = np.array(draw(st.lists(elements, min_size=7, max_size=7))) if with_velocities else None
+        points.append(TrajectoryPoint(t, q, v))
+    stamp = draw(st.one_of(st.none(), st.floats(arrival - 0.01, arrival + 0.01)))
+    return arrival, points, stamp, draw(st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(trajectory=_trajectories(), first=st.floats(0.0, 0.02), count=st.integers(1, 12))
+def test_sampling_many_updates_at_once_gives_what_sampling_each_gives(
+    trajectory: tuple[float, list[TrajectoryPoint], float | None, bool], first: float, count: int
+) -> None:
+    """The mock samples a control period's physics updates at once: the same numbers to
+    the bit as one update at a time, before, along and after a trajectory."""
+    arrival, points, stamp, closed_loop = trajectory
+    follower = TrajectoryFollower(panda.HOME)
+    measured = (panda.HOME + 0.1, np.full(7, 0.2)) if closed_loop else None
+    follower.set_trajectory(arrival, points, stamp, measured)
+    for holder in (follower, TrajectoryFollower(panda.HOME)):
+        ts = (np.arange(count) + round((arrival + first) * 1000)) * 1_000_000 * 1e-9
+        q, v = holder.sample_many(ts)
+        for row, t in enumerate(ts):
+            q_one, v_one = holder.sample(float(t))
+            assert np.array_equal(q[row], q_one) and np.array_equal(v[row], v_one), (row, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.floats(0.0, 0.003), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0)), min_size=1, max_size=12
+    ),
+    restarted=st.booleans(),
+)
+def test_checking_many_updates_at_once_finds_what_checking_each_finds(
+    rows: list[tuple[float, float, float]], restarted: bool
+) -> None:
+    """The same violations, worst acceleration and state for what follows, whether a
+    period's updates are checked at once or one by one (limits broken or not)."""
+    ts = np.cumsum([gap for gap, _, _ in rows]) + 1.0
+    q = np.array([panda.HOME + position * 0.5 for _, position, _ in rows])
+    v = np.array([np.full(7, velocity) * panda.MAX_VELOCITY / 2.5 for _, _, velocity in rows])
+    at_once, one_by_one = DesiredStateMonitor(), DesiredStateMonitor()
+    if not restarted:
+        for monitor in (at_once, one_by_one):
+            monitor.check(0.999, panda.HOME, np.zeros(7))
+    found = at_once.check_many(ts, q, v)
+    expected = [
+        violation for t, q_row, v_row in zip(ts, q, v, strict=True) for violation in one_by_one.check(t, q_row, v_row)
+    ]
+    assert found == expected
+    assert at_once.worst_acceleration_share == one_by_one.worst_acceleration_share
+    assert at_once.check(ts[-1] + 0.001, panda.HOME, np.ones(7)) == one_by_one.check(
+        ts[-1] + 0.001, panda.HOME, np.ones(7)
+    )
+
+
+def test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time() -> None:
+    """``PandaSim.step(n)`` computes the period's desired states at once: the arm moves
+    exactly as when stepped one update at a time, along a smooth motion (no limit
+    broken) and through a jump that breaks the acceleration limit."""
+    at_once, one_by_one = PandaSim(), PandaSim()
+    for period in range(41):
+        now = period * 0.01
+        if period < 40:  # a smooth wave from rest: Hermite knots on q = HOME + 0.2 (1 - cos t)
+            points = [
+                TrajectoryPoint(lead, panda.HOME + 0.2 * (1 - np.cos(now + lead)), np.full(7, 0.2 * np.sin(now + lead)))
+                for lead in (0.02, 0.05)
+            ]
+        else:
+            points = [TrajectoryPoint(0.02, panda.HOME + 0.1, np.zeros(7))]
+        for sim in (at_once, one_by_one):
+            sim.command(points, now)
+        at_once.step(10)
+        for _ in range(10):
+            one_by_one.step(1)
+        assert np.array_equal(at_once.data.qpos, one_by_one.data.qpos)
+        assert np.array_equal(at_once.data.qvel, one_by_one.data.qvel)
+        if period == 39:
+            assert at_once.violations == [] and 0 < at_once.monitor.worst_acceleration_share < 1
+    assert at_once.violations == one_by_one.violations != []
+    assert at_once.monitor.worst_acceleration_share == one_by_one.monitor.worst_acceleration_share
 
 
 def test_simulated_time_is_whole_nanoseconds_that_never_drift() -> None:

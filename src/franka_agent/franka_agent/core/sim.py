@@ -100,12 +100,16 @@ class PandaSim:
     def step(self, steps: int = 1) -> None:
         """Advance ``steps`` physics steps, the joint PD tracking the trajectory."""
         model, data = self.model, self.data
-        for _ in range(steps):
-            q_desired, v_desired = self.follower.sample(self.time)
-            found = self.monitor.check(self.time, q_desired, v_desired)
-            if found:
-                self.violations.extend(found)
-            torque = self.p_gains * (q_desired - data.qpos) + self.d_gains * (v_desired - data.qvel)
+        # The trajectory cannot change within one call: its desired states, and their
+        # check, are computed for all the updates at once (the same numbers as one at a
+        # time: test_panda_core.py::test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time).
+        times = (self.steps_taken + np.arange(steps, dtype=np.int64)) * self.timestep_ns * 1e-9
+        q_desired, v_desired = self.follower.sample_many(times)
+        found = self.monitor.check_many(times, q_desired, v_desired)
+        if found:
+            self.violations.extend(found)
+        for row in range(steps):
+            torque = self.p_gains * (q_desired[row] - data.qpos) + self.d_gains * (v_desired[row] - data.qvel)
             data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
             mujoco.mj_step(model, data)
             self.steps_taken += 1

@@ -103,6 +103,45 @@ class TrajectoryFollower:
         i = int(np.searchsorted(times, t, side="right")) - 1
         return _interpolate(times[i], self._q[i], self._v[i], times[i + 1], self._q[i + 1], self._v[i + 1], t)
 
+    def sample_many(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``sample`` at each of the ascending times ``ts``, as rows: the same numbers,
+        with the arithmetic done once for all rows (the mock samples every physics step
+        of a control period at once).
+        (test_panda_core.py::test_sampling_many_updates_at_once_gives_what_sampling_each_gives)"""
+        times = self._times
+        if times.size == 0:
+            q = np.broadcast_to(self._before[0], (ts.size, self._before[0].size)).copy()
+            return q, np.zeros_like(q)
+        velocities = [self._before[1], *self._v]
+        if any(v is None for v in velocities):  # linear segments: rare, taken one by one
+            return self._sample_each(ts)
+        # Knot 0 is the point before the trajectory and knot j + 1 its point j: segment 0
+        # leads to the first point, segment j + 1 is the message's own segment j.
+        # ``searchsorted`` on the points alone: the point before may lie after the first.
+        after = np.searchsorted(times, ts, side="right")
+        segment = np.minimum(after, times.size - 1)
+        held = after == times.size  # at or past the last point: held there
+        knot_times = np.concatenate(([self._before_time], times))
+        t0, t1 = knot_times[segment], knot_times[segment + 1]
+        h = t1 - t0
+        if np.any(h[~held] <= TIME_EPSILON):  # points at one instant: taken one by one
+            return self._sample_each(ts)
+        knots_q = np.array([self._before[0], *self._q])
+        knots_v = np.array(velocities)
+        with np.errstate(divide="ignore", invalid="ignore"):  # (rows held are overwritten)
+            s = np.minimum(np.maximum((ts - t0) / h, 0.0), 1.0)[:, None]
+            q, v = hermite(
+                knots_q[segment], knots_v[segment], knots_q[segment + 1], knots_v[segment + 1], h[:, None], s
+            )
+        if np.any(held):
+            q[held] = self._q[-1]
+            v[held] = 0.0 if self._v[-1] is None else self._v[-1]
+        return q, v
+
+    def _sample_each(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        samples = [self.sample(float(t)) for t in ts]
+        return np.array([q for q, _ in samples]), np.array([v for _, v in samples])
+
     def planned_acceleration(self, t: float) -> tuple[str, np.ndarray]:
         """For reports: the segment that holds ``t`` ("before the first point", or the
         index of its first point) and the mean acceleration its ends plan."""
@@ -150,9 +189,10 @@ def _interpolate(
 
 
 def hermite(
-    p0: np.ndarray, v0: np.ndarray, p1: np.ndarray, v1: np.ndarray, h: float, s: float
+    p0: np.ndarray, v0: np.ndarray, p1: np.ndarray, v1: np.ndarray, h: float | np.ndarray, s: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(q, v) at the share ``s`` of a cubic Hermite segment of ``h`` seconds."""
+    """(q, v) at the share ``s`` of a cubic Hermite segment of ``h`` seconds (or, with
+    columns of ``h`` and ``s``, one row per segment)."""
     m0, m1 = v0 * h, v1 * h
     s2, s3 = s * s, s * s * s
     position = (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * m0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * m1
