@@ -12,7 +12,8 @@ evaluated at real time: does the new default train faster and transfer as well?
    then (``BEFORE_SAC``) and its gradient steps between observation and action
    (``BEFORE_TRAINER``), written into a copy of the config;
 3. after: today's default: the config's settings (SAC's, gradient steps while the agent
-   acts), under ``replay:`` of the recording;
+   acts), under ``replay:`` of the recording, the mock and the agent in one process
+   (``sim_robot.py``, the default under any timing model but ``wall``);
    the two train ``--rounds`` times each, in the order before, after, after, before, ...:
    the machine's speed drifts by a third within minutes here, and this order cancels a
    steady drift between them. (Taking turns with SIGSTOP cannot stand in: the agent and
@@ -204,6 +205,8 @@ def main() -> int:
         for name, (model, config) in setups.items():
             trained[name] = {
                 "timing_model": "wall (flat out, lockstep)" if model == "wall" else "replay of the real-time run",
+                # The main job's default layout for the model (pipeline.py --one-process auto).
+                "mock_and_agent": "two processes" if model == "wall" else "one process (sim_robot.py)",
                 "sac": sac_settings(config),
                 "train_while_acting": trainer_settings(config).get("train_while_acting", True),
                 **means(runs_of[name]),

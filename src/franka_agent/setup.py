@@ -28,6 +28,7 @@ setup(
             "mock_hardware = franka_agent.mock.mock_hardware_node:main",
             "panda_trainer = franka_agent.train:main",
             "panda_pipeline = franka_agent.pipeline:main",
+            "sim_panda = franka_agent.sim_robot:main",
         ],
     },
 )

@@ -8,13 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import run_module, start_node
+from helpers import panda_config, run_module, start_node
 
 from spin_decoupler_ros.tools.processes import ProcessGroup, ros_args
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 MOCK = "franka_agent.mock.mock_hardware_node"
 TRAINER = "franka_agent.train"
+SIM_ROBOT = "franka_agent.sim_robot"
 
 
 def refused(module: str, args: list[str]) -> str:
@@ -58,6 +59,24 @@ def test_an_integer_is_taken_where_a_float_is_declared(processes: ProcessGroup, 
     path.write_text("/**:\n  ros__parameters:\n    control_rate: 100\n    rl_timestep: 1\n    gain: 2\n")
     agent = start_node(processes, PLANT, tmp_path, params_files=(path,))
     assert "control period 10 ms" in agent.log_text() and "rl_timestep 1 s" in agent.log_text()
+
+
+@pytest.mark.parametrize(
+    ("agent", "mock", "wrong", "meant"),
+    [
+        ({"contol_rate": 100.0}, {}, "contol_rate", "control_rate"),
+        ({}, {"speed_facter": 0.0}, "speed_facter", "speed_factor"),
+    ],
+)
+def test_a_misspelled_parameter_of_either_node_of_a_one_process_robot_is_named(
+    agent: dict[str, object], mock: dict[str, object], wrong: str, meant: str, tmp_path: Path
+) -> None:
+    """sim_robot.py: each node's own section of the node-keyed params file is checked."""
+    from franka_agent.robots import sim_robot_args
+
+    args = sim_robot_args(panda_config(), "", {"use_sim_time": True, **agent}, mock, tmp_path / "robot.yaml")
+    output = refused(SIM_ROBOT, args)
+    assert f"has no parameter '{wrong}' (did you mean '{meant}'?)" in output
 
 
 def test_an_entropy_coefficient_sac_cannot_take_is_named() -> None:

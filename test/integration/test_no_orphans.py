@@ -95,11 +95,14 @@ def test_an_examples_run_leaves_no_node_behind(ending: str, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("ending", ("SIGINT", "SIGTERM", "SIGKILL"))
-def test_the_main_job_leaves_no_process_behind(ending: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("one_process", "children"), [("yes", 2), ("no", 3)])
+def test_the_main_job_leaves_no_process_behind(ending: str, one_process: str, children: int, tmp_path: Path) -> None:
+    """Mock and agent in one process (the default under a simulated timing model) or
+    two, and the trainer: none left, however the main job ends."""
     command = [sys.executable, "-m", "franka_agent.pipeline", "--total-timesteps", "100000"]
-    command += ["--run-dir", str(tmp_path / "run")]
+    command += ["--one-process", one_process, "--run-dir", str(tmp_path / "run")]
     parent = start_parent(command, "main job:", tmp_path)
-    assert end_and_count_what_is_left(parent, ending, 3) == []  # mock, agent, trainer
+    assert end_and_count_what_is_left(parent, ending, children) == []
 
 
 def test_a_process_group_turns_sigterm_into_a_clean_exit_and_restores_the_handler() -> None:

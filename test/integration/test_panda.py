@@ -507,8 +507,7 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
         "learning_curve.png",
         "lat_histogram.png",
         "results.json",
-        "panda_agent.log",
-        "mock_hardware.log",
+        "sim_robot.log",  # the mock and the agent in one process, under the default timing model
     ):
         assert (run_dir / artifact).exists(), artifact
     with open(run_dir / "steps.csv") as file:

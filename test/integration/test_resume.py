@@ -63,7 +63,7 @@ def test_a_run_killed_at_a_random_step_resumes_with_each_step_logged_once(
     with open(run_dir / "episodes.csv", newline="") as file:
         ends = [int(float(row["step"])) for row in csv.DictReader(file)]
     assert ends and ends == sorted(set(ends)), ends  # the learning curve: each episode once, in order
-    assert (run_dir / "panda_agent.log").read_text().count("agent ready") == 2  # both runs' logs kept
+    assert (run_dir / "sim_robot.log").read_text().count("agent ready") == 2  # both runs' logs kept
     # The replay buffer learned from each step once: the checkpoint's, then the resumed run's.
     from stable_baselines3.common.save_util import load_from_pkl
 

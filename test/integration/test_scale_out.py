@@ -149,7 +149,7 @@ def test_main_job_trains_on_several_mock_pandas(ros_domain: dict[str, str], tmp_
         timeout=540,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for log in ("mock_hardware_panda0", "panda_agent_panda0", "mock_hardware_panda1", "panda_agent_panda1"):
+    for log in ("sim_robot_panda0", "sim_robot_panda1"):  # each mock and its agent in one process
         assert (run_dir / f"{log}.log").exists(), log
     with open(run_dir / "steps.csv") as file:
         rows = list(csv.DictReader(file))

@@ -143,15 +143,17 @@ def panda_steps(run_dir: Path) -> list[list[str]]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_a_seeded_panda_training_run_repeats_its_steps_csv(tmp_path: Path) -> None:
+def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two(tmp_path: Path) -> None:
     """The main job (SAC against the lockstep mock under the default replay) with one seed,
     twice at once, each in its own DDS domain, so that the two load the machine: the same
-    steps.csv, past the start of learning. (Run so, two runs that read the newest state
-    at a tick, not the one stamped at its time, came apart at step 204.)"""
+    steps.csv, past the start of learning, whether the mock and the agent share a process
+    (the default, sim_robot.py) or not. (Run so, two runs that read the newest state at a
+    tick, not the one stamped at its time, came apart at step 204.)"""
     steps = 320  # learning starts at 200 (config/panda_reach.yaml)
 
     def train(name: str) -> subprocess.Popen[str]:
-        options = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1")
+        one_process = "yes" if name == "first" else "no"
+        options = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1", "--one-process", one_process)
         return subprocess.Popen(
             [sys.executable, "-m", "franka_agent.pipeline", *options, "--run-dir", str(tmp_path / name)],
             env={**os.environ, **isolated_ros_environment()},
@@ -169,6 +171,7 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv(tmp_path: Path) -> No
         for process in runs.values():
             process.kill()
     first, again = panda_steps(tmp_path / "first"), panda_steps(tmp_path / "again")
+    assert (tmp_path / "first" / "sim_robot.log").exists() and (tmp_path / "again" / "panda_agent.log").exists()
     assert len(first) == steps and len({row[0] for row in first}) > 5
     assert first == again
 

@@ -67,6 +67,21 @@ def test_switch_selects_mock_or_franka_bringup(mock: str) -> None:
     assert real_only and all(e.condition.evaluate(context) == (mock == "false") for e in real_only)
 
 
+@pytest.mark.parametrize(
+    ("timing_model", "executables"),
+    [("none", ["sim_panda"]), ("wall", ["mock_hardware", "panda_agent"])],
+)
+def test_a_simulated_timing_model_runs_each_mock_and_its_agent_in_one_process(
+    timing_model: str, executables: list[str]
+) -> None:
+    """As ./ws main does (robots.start_mock_robots): one sim_panda per robot under a
+    simulated timing model, two processes under wall."""
+    module = load("panda_agent.launch.py")
+    nodes = module._nodes(context_with(timing_model=timing_model, num_agents="2"))
+    found = sorted(str(node.node_executable) for node in nodes)
+    assert found == sorted(executables * 2)
+
+
 def test_several_agents_need_mock_hardware() -> None:
     module = load("panda_agent.launch.py")
     with pytest.raises(RuntimeError, match="num_agents > 1 needs use_mock_hardware:=true"):

@@ -3,10 +3,11 @@
     ./ws main [--total-timesteps N] [--sim-speed S] [--run-dir DIR] ...
 
 Starts what ``launch/panda_train.launch.py`` starts with ``use_mock_hardware:=true``,
-as separate processes, for machines without ``ros2 launch``: the mock hardware
-(MuJoCo, publishing /clock), the Panda agent (on simulated time) and the trainer (the
-RL node), then waits for the trainer, stops the others and prints the results. Agent
-and mock logs go to the run folder; the trainer's progress to the console.
+for machines without ``ros2 launch``: the mock hardware (MuJoCo, publishing /clock)
+and the Panda agent (on simulated time), in one process under a simulated timing model
+(``sim_robot.py``) and in two under ``wall``, and the trainer (the RL node); then waits
+for the trainer, stops the others and prints the results. Agent and mock logs go to the
+run folder; the trainer's progress to the console.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 OPTIONS_FILE = "options.json"
-NOT_RECORDED = ("resume", "run_dir", "checkpoint_every", "use_mock_hardware")  # may differ on a resume
+# May differ on a resume (one process or two runs the same MDP: test_timing_models.py).
+NOT_RECORDED = ("resume", "run_dir", "checkpoint_every", "use_mock_hardware", "one_process")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long the mock's world runs on while the learner thinks: wall (as it happens), none, "
         "fixed:<s>, lognormal:<median>,<p99> or replay:<steps.csv> (docs/time_models.md); default: replay of "
         "this learner's think times at real time (config/think_times_panda_sac.csv)",
+    )
+    parser.add_argument(
+        "--one-process",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="run each mock Panda and its agent in one process (franka_agent.sim_robot); auto (default): yes under "
+        "any timing model but wall, where the run is the same either way",
     )
     parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
     parser.add_argument("--control-rate", type=float, help="agent control rate in Hz (default: the config's)")
@@ -174,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 log_dir=run_dir,
                 agent_params=agent_params,
                 timing_model=args.timing_model,
+                one_process={"auto": None, "yes": True, "no": False}[args.one_process],
             )
         except (RuntimeError, ParameterError) as exc:
             print(exc, file=sys.stderr)

@@ -110,6 +110,35 @@ def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, 
     return {"timing_model": timing_model}, {"lockstep": True, "lockstep_timeout": 0.0}
 
 
+SIM_ROBOT_MODULE = "franka_agent.sim_robot"
+
+
+def sim_robot_args(
+    config: Path,
+    namespace: str,
+    agent_params: Mapping[str, object],
+    mock_params: Mapping[str, object],
+    params_file: Path,
+    agent_ns: str | None = None,
+) -> list[str]:
+    """``--ros-args`` for the robot in ``namespace`` as one process (``sim_robot.py``), its
+    agent in ``agent_ns`` (default: ``agent_namespace``): the config, then ``params_file``
+    (written here) giving each node its own values under its full name, and each node's
+    namespace as a node-prefixed remap (a plain ``-p`` or ``__ns`` would reach both)."""
+    import yaml
+
+    agent_ns = agent_ns or agent_namespace(namespace)
+    sections = {
+        join_name(namespace, "mock_hardware"): {"ros__parameters": dict(mock_params)},
+        join_name(agent_ns, "panda_agent"): {"ros__parameters": dict(agent_params)},
+    }
+    params_file.write_text(yaml.safe_dump(sections, sort_keys=False))
+    args = ros_args(params_files=[config, params_file], remaps=robot_remaps(namespace))
+    if namespace.rstrip("/"):
+        args += ["-r", f"mock_hardware:__ns:={namespace.rstrip('/')}"]
+    return [*args, "-r", f"panda_agent:__ns:={agent_ns}"]
+
+
 def start_mock_robots(
     group: ProcessGroup,
     config: Path,
@@ -120,29 +149,45 @@ def start_mock_robots(
     agent_params: Mapping[str, object] | None = None,
     mock_params: Mapping[str, object] | None = None,
     timing_model: str = "wall",
+    one_process: bool | None = None,
     ready_timeout: float = 60.0,
 ) -> list[str]:
-    """Start ``count`` (MuJoCo mock, Panda agent) pairs as processes, each robot in its
-    namespace and its agent in ``agent_namespace`` of it, and wait until all run; return
-    the agents' namespaces (where the RL side finds them). The agents run on the
-    mocks' simulated time unless ``agent_params`` sets ``use_sim_time`` false, under
-    ``timing_model`` (``timing_model_overrides``). Raises RuntimeError with the log of a
-    node that did not start."""
+    """Start ``count`` (MuJoCo mock, Panda agent) pairs, each robot in its namespace and
+    its agent in ``agent_namespace`` of it, and wait until all run; return the agents'
+    namespaces (where the RL side finds them). The agents run on the mocks' simulated
+    time unless ``agent_params`` sets ``use_sim_time`` false, under ``timing_model``
+    (``timing_model_overrides``). Each pair is one process (``sim_robot.py``) with
+    ``one_process``, by default under any timing model but ``wall`` (where the run does
+    not depend on it), else two. Raises RuntimeError with the log of a node that did not
+    start."""
     timing_agent, timing_mock = timing_model_overrides(timing_model, mock=True)
+    if one_process is None:
+        one_process = bool(timing_agent)
     agent_params = {**timing_agent, **(agent_params or {})}
     mock_params = {**timing_mock, **(mock_params or {})}
     namespaces = robot_namespaces(count)
     started: list[tuple[NodeProcess, str]] = []
     for namespace in namespaces:
         suffix = namespace.replace("/", "_")
+        agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
+        mock_overrides = {"speed_factor": sim_speed, **mock_params}
+        if one_process:
+            robot = NodeProcess(
+                SIM_ROBOT_MODULE,
+                sim_robot_args(config, namespace, agent_overrides, mock_overrides, log_dir / f"sim_robot{suffix}.yaml"),
+                log_path=log_dir / f"sim_robot{suffix}.log",
+                label=f"sim_robot{suffix}",
+            )
+            group.start(robot)
+            started += [(robot, "mock Panda ready"), (robot, "agent ready")]
+            continue
         common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace)}
         mock = NodeProcess(
             "franka_agent.mock.mock_hardware_node",
-            ros_args(params={"speed_factor": sim_speed, **mock_params}, **common),  # type: ignore[arg-type]
+            ros_args(params=mock_overrides, **common),  # type: ignore[arg-type]
             log_path=log_dir / f"mock_hardware{suffix}.log",
             label=f"mock_hardware{suffix}",
         )
-        agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
         agent = NodeProcess(
             "franka_agent.panda_agent_node",
             ros_args(params=agent_overrides, **{**common, "namespace": agent_namespace(namespace)}),  # type: ignore[arg-type]

@@ -10,8 +10,13 @@ panda_rl.launch.py wherever the learner runs (see README: two hosts).
 With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
 (franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
 joint_trajectory_controller, the controller the agent commands, with
-config/panda_jtc.yaml (new trajectories start from the commanded state).
+config/panda_jtc.yaml (new trajectories start from the commanded state). On the mock under
+any timing model but wall, the mock and the agent run in one process (``sim_panda``,
+franka_agent/sim_robot.py), as ``./ws main`` runs them.
 """
+
+import tempfile
+from pathlib import Path
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
@@ -28,6 +33,7 @@ from franka_agent.robots import (
     require_real_robot_driver,
     robot_namespaces,
     robot_remaps,
+    sim_robot_args,
     timing_model_overrides,
 )
 
@@ -67,6 +73,12 @@ def _nodes(context: LaunchContext) -> list[Node]:
         remappings = list(robot_remaps(namespace).items()) if count > 1 else []
         mock_namespace = namespace if count > 1 else ""
         recovery = mock_recovery(mock_namespace) if mock else {}
+        if mock and timing_agent:  # a simulated timing model: mock and agent in one process, as ./ws main
+            params_file = Path(tempfile.mkdtemp(prefix="sim_robot_")) / "robot.yaml"
+            agent_params = {**agent_overrides, **recovery}
+            args = sim_robot_args(Path(config), mock_namespace, agent_params, mock_overrides, params_file, namespace)
+            nodes.append(Node(package="franka_agent", executable="sim_panda", ros_arguments=args[1:], output="screen"))
+            continue
         nodes.append(
             Node(
                 package="franka_agent",

@@ -21,7 +21,7 @@ import gc
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -74,6 +74,15 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     destroyed. SIGINT and SIGTERM are handled here, not by rclpy,
     so that ``close()`` still has a live context to send its last commands with.
     """
+    return run_nodes([node_factory], args)
+
+
+def run_nodes(node_factories: Sequence[Callable[[], Node]], args: list[str] | None = None) -> int:
+    """``run_node`` for several nodes in one process, on one executor: created and brought
+    up in order, closed and destroyed in the reverse order (a node closed first can still
+    reach the ones made before it: an agent holding its robot reaches the simulator).
+    The ``--ros-args`` are the process's: node-keyed params files and node-prefixed
+    remaps (``panda_agent:__ns:=/panda``) give each node its own."""
     die_with_parent()
     use_dds_profile()
     try:
@@ -90,16 +99,22 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     stop = _StopRequest()
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    node: Node | None = None
+    nodes: list[Node] = []
     executor: SingleThreadedExecutor | None = None
     code = 0
+    name = "node"  # the node being started, for a fatal error's message
     try:
-        node = node_factory()
-        bring_up(node)
-        if not isinstance(node, LifecycleNode):  # (a managed node checks when it is configured)
-            check_no_unknown_parameters(node)
+        for node_factory in node_factories:
+            name = getattr(node_factory, "__name__", name)
+            node = node_factory()
+            name = node.get_name()
+            nodes.append(node)
+            bring_up(node)
+            if not isinstance(node, LifecycleNode):  # (a managed node checks when it is configured)
+                check_no_unknown_parameters(node)
         executor = SingleThreadedExecutor()
-        executor.add_node(node)
+        for node in nodes:
+            executor.add_node(node)
         # Everything made so far lives as long as the node: out of the collector's sight,
         # a full collection walks only what the loop makes (in the Panda agent: ~55k
         # set-up objects, 18-24 ms a full collection, i.e. a control period or two lost;
@@ -109,14 +124,13 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
         while rclpy.ok() and stop.signal is None:
             executor.spin_once(timeout_sec=SIGNAL_CHECK_S)
     except ParameterError as exc:
-        name = node.get_name() if node is not None else "node"
         rclpy.logging.get_logger(name).fatal(str(exc))
         print(f"[{name}] fatal: {exc}", file=sys.stderr, flush=True)
         code = 2
     except (KeyboardInterrupt, ExternalShutdownException, ExitRequested):
         pass
     finally:
-        if node is not None:
+        for node in reversed(nodes):
             close = getattr(node, "close", None)
             if callable(close):
                 try:
@@ -125,6 +139,7 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
                     print(f"[{node.get_name()}] close failed: {exc}", file=sys.stderr, flush=True)
             if executor is not None and getattr(node, "flush_on_exit", False):
                 _flush(executor)
+        for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
     return code
