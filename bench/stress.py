@@ -52,7 +52,7 @@ TESTS = (
     "test/integration/test_panda.py::test_adversarial_actions_never_violate_the_limits",
     "test/integration/test_panda.py::test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do",
     "test/integration/test_panda.py::test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time",
-    "test/integration/test_timing_models.py::test_a_seeded_panda_training_run_repeats_its_steps_csv",
+    "test/integration/test_timing_models.py::test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two",
     "test/integration/test_fuzz.py",
     "test/integration/test_scale_out.py::test_agents_step_concurrently_not_one_after_another",
     "test/integration/test_scale_out.py::test_an_agent_dying_mid_step_fails_the_vec_step_with_its_name",
@@ -219,6 +219,8 @@ def run_once(
             if case.find("skipped") is not None:
                 continue
             outcomes[node_id(case)] = None if problem is None else (problem.get("message") or "")[:400]
+        if not outcomes:  # (a test id that no longer exists makes pytest run nothing)
+            return {"<pytest ran no test>": "no test ran: is every test id in the gate's list still there?"}, seconds
         if keep_failures is not None and any(failure is not None for failure in outcomes.values()):
             kept = keep_failures / time.strftime("%Y%m%d-%H%M%S")
             shutil.copytree(basetemp, kept, dirs_exist_ok=True)
