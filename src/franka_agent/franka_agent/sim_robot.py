@@ -7,8 +7,9 @@ The same two nodes as ``mock_hardware`` and ``panda_agent``, talking over the sa
 topics, but without a process switch between them: in simulation each control tick is
 a chain (the mock's state, the agent's command, the mock's physics) that runs on one
 core instead of waiting for two processes to be scheduled beside the learner. Under a
-timing model other than ``wall`` the world waits for the agent, so the run is the same
-to the digit as with two processes (test_panda.py::test_one_process_runs_the_same_mdp_as_two);
+timing model other than ``wall`` the world waits for the agent, so the layout does not
+change the run
+(test_timing_models.py::test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two);
 under ``wall``, a simulated arm shares its process's time with its agent, which a real
 one does not: keep them apart there (``robots.start_mock_robots``).
 
