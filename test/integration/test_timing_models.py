@@ -141,14 +141,31 @@ def panda_steps(run_dir: Path) -> list[list[str]]:
     return [[row[key] for key in made] + [f"{float(row['ato']) - first_ato:.6f}"] for row in rows]
 
 
+def panda_answers(run_dir: Path) -> list[tuple[float, ...]]:
+    """The agent's answers in the main job's run.mcap (resets' and steps'): seq, reward and
+    the float64 observation, as sent."""
+    from mcap.reader import make_reader
+    from rclpy.serialization import deserialize_message
+
+    from spin_decoupler_msgs.msg import StepResult
+
+    with open(run_dir / "run.mcap", "rb") as file:
+        messages = make_reader(file).iter_messages(topics=["/panda/step_result"])
+        answers = (deserialize_message(message.data, StepResult) for _, _, message in messages)
+        return [(answer.seq, answer.reward, *answer.observation) for answer in answers]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two(tmp_path: Path) -> None:
     """The main job (SAC against the lockstep mock under the default replay) with one seed,
     twice at once, each in its own DDS domain, so that the two load the machine: the same
     steps.csv, past the start of learning, whether the mock and the agent share a process
-    (the default, sim_robot.py) or not. (Run so, two runs that read the newest state at a
-    tick, not the one stamped at its time, came apart at step 204.)"""
+    (the default, sim_robot.py) or not; and the same answers to the last bit of every
+    float64 observation (run.mcap), which steps.csv's float32 distance rounds away: the
+    mock's clock stands elsewhere in each run when the first command comes, and nothing
+    may depend on that (test_panda_core.py::
+    test_the_desired_state_does_not_depend_on_where_the_clock_stands)."""
     steps = 320  # learning starts at 200 (config/panda_reach.yaml)
 
     def train(name: str) -> subprocess.Popen[str]:
@@ -174,6 +191,8 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two
     assert (tmp_path / "first" / "sim_robot.log").exists() and (tmp_path / "again" / "panda_agent.log").exists()
     assert len(first) == steps and len({row[0] for row in first}) > 5
     assert first == again
+    answers = panda_answers(tmp_path / "first")
+    assert len(answers) > steps and answers == panda_answers(tmp_path / "again")
 
 
 @pytest.mark.parametrize(

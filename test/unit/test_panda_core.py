@@ -251,6 +251,42 @@ def test_sampling_many_updates_at_once_gives_what_sampling_each_gives(
             assert np.array_equal(q[row], q_one) and np.array_equal(v[row], v_one), (row, t)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    arrival_ns=st.integers(0, 10**9),
+    stamp_after_ns=st.one_of(st.none(), st.integers(-(10**7), 10**7)),
+    gaps_ns=st.lists(st.sampled_from([1_000_000, 3_000_000, 10_000_000]), min_size=1, max_size=4),
+    velocities=st.lists(st.floats(-2.0, 2.0), min_size=7, max_size=7),
+    offset_ns=st.integers(1, 10**15),
+)
+@example(0, 0, [10_000_000, 10_000_000], [0.5] * 7, 1_796_351_991_000_000_000 % 10**15)
+def test_the_desired_state_does_not_depend_on_where_the_clock_stands(
+    arrival_ns: int, stamp_after_ns: int | None, gaps_ns: list[int], velocities: list[float], offset_ns: int
+) -> None:
+    """The same trajectory, arriving and sampled at the same times relative to it, gives
+    the same desired states to the bit at any clock offset: a seeded simulated run then
+    repeats whenever its clock started (core/trajectory.py: SAME_INSTANT_NS)."""
+    points, t = [], 0
+    for i, gap in enumerate(gaps_ns):
+        t += gap
+        last = i == len(gaps_ns) - 1
+        points.append(
+            TrajectoryPoint(t * 1e-9, panda.HOME + 0.01 * (i + 1), np.zeros(7) if last else np.array(velocities))
+        )
+    runs = []
+    for offset in (0, offset_ns):
+        follower = TrajectoryFollower(panda.HOME)
+        follower.set_trajectory(
+            (offset + 10**8) * 1e-9, [TrajectoryPoint(0.05, panda.HOME - 0.02, np.zeros(7))], (offset + 10**8) * 1e-9
+        )
+        stamp = None if stamp_after_ns is None else (offset + 10**8 + arrival_ns + stamp_after_ns) * 1e-9
+        follower.set_trajectory((offset + 10**8 + arrival_ns) * 1e-9, points, stamp)
+        ts = (offset + 10**8 + arrival_ns + np.arange(0, t + 2_000_000, 1_000_000)) * 1e-9
+        runs.append(follower.sample_many(ts))
+    (q, v), (q_shifted, v_shifted) = runs
+    assert np.array_equal(q, q_shifted) and np.array_equal(v, v_shifted)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     rows=st.lists(

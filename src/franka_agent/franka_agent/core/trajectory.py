@@ -29,12 +29,24 @@ what it commands, update by update).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-# Points closer in time than this are one instant (float seconds from integer stamps
-# differ in the last bits).
-TIME_EPSILON = 1e-9
+# Times are whole nanoseconds inside, as stamps and the simulator's clock are: what the
+# controller commands then depends only on times relative to the trajectory, never on
+# where the clock stands (floats of absolute seconds round differently at every offset,
+# and seeded simulated runs would part in the last bit:
+# test_panda_core.py::test_the_desired_state_does_not_depend_on_where_the_clock_stands).
+# Points closer in time than this are one instant.
+SAME_INSTANT_NS = 1
+
+
+def seconds_to_whole_ns(t: float | np.ndarray) -> Any:
+    """Seconds (a float or an array) to whole nanoseconds, as int or int64."""
+    if isinstance(t, np.ndarray):
+        return np.rint(t * 1e9).astype(np.int64)
+    return round(t * 1e9)
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,8 @@ class TrajectoryPoint:
 
 class TrajectoryFollower:
     """The desired joint state over time, as joint_trajectory_controller samples it from
-    the latest trajectory accepted (see the module's docstring)."""
+    the latest trajectory accepted (see the module's docstring). Times in and out are
+    seconds; inside they are whole nanoseconds (see ``SAME_INSTANT_NS``)."""
 
     def __init__(self, q: np.ndarray) -> None:
         self.hold(q)
@@ -54,17 +67,19 @@ class TrajectoryFollower:
     def hold(self, q: np.ndarray) -> None:
         """Forget any trajectory and hold ``q`` at rest (e.g. after a reset)."""
         q = np.asarray(q, dtype=np.float64).copy()
-        self._before_time = -np.inf
+        self._before_ns = 0
         self._before: tuple[np.ndarray, np.ndarray | None] = (q, np.zeros_like(q))
-        self._times = np.zeros(0)
+        self._times_ns = np.zeros(0, dtype=np.int64)
         self._q: list[np.ndarray] = []
         self._v: list[np.ndarray | None] = []
-        self.start = 0.0  # when the trajectory's points count from (s)
+        self._knots: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # for sample_many
 
     def ends_before(self, now: float, points: list[TrajectoryPoint], start: float | None) -> bool:
         """Whether the controller refuses a trajectory arriving at ``now``: stamped (a
         ``start``), and its last point already past."""
-        return start is not None and bool(points) and start + points[-1].time < now
+        if start is None or not points:
+            return False
+        return seconds_to_whole_ns(start) + seconds_to_whole_ns(points[-1].time) < seconds_to_whole_ns(now)
 
     def set_trajectory(
         self,
@@ -80,58 +95,75 @@ class TrajectoryFollower:
         if not points or self.ends_before(now, points, start):
             return False
         before = measured if measured is not None else self.sample(now)
-        self.start = now if start is None else start
-        self._before_time = now
+        now_ns = seconds_to_whole_ns(now)
+        start_ns = now_ns if start is None else seconds_to_whole_ns(start)
+        self._before_ns = now_ns
         self._before = (np.asarray(before[0], dtype=np.float64).copy(), np.asarray(before[1], dtype=np.float64).copy())
-        self._times = np.array([self.start + point.time for point in points])
+        self._times_ns = np.array([start_ns + seconds_to_whole_ns(point.time) for point in points], dtype=np.int64)
         self._q = [np.asarray(point.positions, dtype=np.float64) for point in points]
         self._v = [
             None if point.velocities is None else np.asarray(point.velocities, dtype=np.float64) for point in points
         ]
+        # Knot 0 is the point before the trajectory and knot j + 1 its point j: segment 0
+        # leads to the first point, segment j + 1 is the message's own segment j.
+        velocities = [self._before[1], *self._v]
+        self._knots = (
+            None
+            if any(v is None for v in velocities)
+            else (
+                np.concatenate(([self._before_ns], self._times_ns)),
+                np.array([self._before[0], *self._q]),
+                np.array(velocities),
+            )
+        )
         return True
 
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Desired (q, v) at time ``t`` (not before the trajectory arrived)."""
-        times = self._times
-        if times.size == 0 or t < times[0]:
+        times = self._times_ns
+        t_ns = seconds_to_whole_ns(t)
+        if times.size == 0 or t_ns < times[0]:
             if times.size == 0:
                 return self._before[0].copy(), np.zeros_like(self._before[0])
-            return _interpolate(self._before_time, *self._before, times[0], self._q[0], self._v[0], t)
-        if t >= times[-1]:
+            return _interpolate(self._before_ns, *self._before, int(times[0]), self._q[0], self._v[0], t_ns)
+        if t_ns >= times[-1]:
             last_v = self._v[-1]
             return self._q[-1].copy(), (np.zeros_like(self._q[-1]) if last_v is None else last_v.copy())
-        i = int(np.searchsorted(times, t, side="right")) - 1
-        return _interpolate(times[i], self._q[i], self._v[i], times[i + 1], self._q[i + 1], self._v[i + 1], t)
+        i = int(np.searchsorted(times, t_ns, side="right")) - 1
+        return _interpolate(
+            int(times[i]), self._q[i], self._v[i], int(times[i + 1]), self._q[i + 1], self._v[i + 1], t_ns
+        )
 
     def sample_many(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``sample`` at each of the ascending times ``ts``, as rows: the same numbers,
         with the arithmetic done once for all rows (the mock samples every physics step
         of a control period at once).
         (test_panda_core.py::test_sampling_many_updates_at_once_gives_what_sampling_each_gives)"""
-        times = self._times
+        times = self._times_ns
         if times.size == 0:
             q = np.broadcast_to(self._before[0], (ts.size, self._before[0].size)).copy()
             return q, np.zeros_like(q)
-        velocities = [self._before[1], *self._v]
-        if any(v is None for v in velocities):  # linear segments: rare, taken one by one
+        if self._knots is None:  # linear segments: rare, taken one by one
             return self._sample_each(ts)
-        # Knot 0 is the point before the trajectory and knot j + 1 its point j: segment 0
-        # leads to the first point, segment j + 1 is the message's own segment j.
+        knot_ns, knots_q, knots_v = self._knots
+        ts_ns = seconds_to_whole_ns(np.asarray(ts, dtype=np.float64))
         # ``searchsorted`` on the points alone: the point before may lie after the first.
-        after = np.searchsorted(times, ts, side="right")
+        after = np.searchsorted(times, ts_ns, side="right")
         segment = np.minimum(after, times.size - 1)
         held = after == times.size  # at or past the last point: held there
-        knot_times = np.concatenate(([self._before_time], times))
-        t0, t1 = knot_times[segment], knot_times[segment + 1]
-        h = t1 - t0
-        if np.any(h[~held] <= TIME_EPSILON):  # points at one instant: taken one by one
+        t0 = knot_ns[segment]
+        h_ns = knot_ns[segment + 1] - t0
+        if np.any(h_ns[~held] <= SAME_INSTANT_NS):  # points at one instant: taken one by one
             return self._sample_each(ts)
-        knots_q = np.array([self._before[0], *self._q])
-        knots_v = np.array(velocities)
         with np.errstate(divide="ignore", invalid="ignore"):  # (rows held are overwritten)
-            s = np.minimum(np.maximum((ts - t0) / h, 0.0), 1.0)[:, None]
+            s = np.minimum(np.maximum((ts_ns - t0) / h_ns, 0.0), 1.0)[:, None]
             q, v = hermite(
-                knots_q[segment], knots_v[segment], knots_q[segment + 1], knots_v[segment + 1], h[:, None], s
+                knots_q[segment],
+                knots_v[segment],
+                knots_q[segment + 1],
+                knots_v[segment + 1],
+                (h_ns * 1e-9)[:, None],
+                s,
             )
         if np.any(held):
             q[held] = self._q[-1]
@@ -145,44 +177,42 @@ class TrajectoryFollower:
     def planned_acceleration(self, t: float) -> tuple[str, np.ndarray]:
         """For reports: the segment that holds ``t`` ("before the first point", or the
         index of its first point) and the mean acceleration its ends plan."""
-        times = self._times
+        times = self._times_ns
+        t_ns = seconds_to_whole_ns(t)
         if times.size == 0:
             return "holding", np.zeros_like(self._before[0])
-        if t < times[0]:
+        if t_ns < times[0]:
             name, (t0, v0), (t1, v1) = (
                 "before the first point",
-                (self._before_time, self._before[1]),
-                (times[0], self._v[0]),
+                (self._before_ns, self._before[1]),
+                (int(times[0]), self._v[0]),
             )
-        elif t >= times[-1]:
+        elif t_ns >= times[-1]:
             return "after the last point", np.zeros_like(self._q[-1])
         else:
-            i = int(np.searchsorted(times, t, side="right")) - 1
-            name, (t0, v0), (t1, v1) = str(i), (times[i], self._v[i]), (times[i + 1], self._v[i + 1])
-        if v0 is None or v1 is None or t1 - t0 <= TIME_EPSILON:
+            i = int(np.searchsorted(times, t_ns, side="right")) - 1
+            name, (t0, v0), (t1, v1) = str(i), (int(times[i]), self._v[i]), (int(times[i + 1]), self._v[i + 1])
+        if v0 is None or v1 is None or t1 - t0 <= SAME_INSTANT_NS:
             return name, np.zeros_like(self._q[0])
-        return name, (v1 - v0) / (t1 - t0)
-
-    @property
-    def end_time(self) -> float:
-        return float(self._times[-1]) if self._times.size else self._before_time
+        return name, (v1 - v0) / ((t1 - t0) * 1e-9)
 
 
 def _interpolate(
-    t0: float,
+    t0_ns: int,
     q0: np.ndarray,
     v0: np.ndarray | None,
-    t1: float,
+    t1_ns: int,
     q1: np.ndarray,
     v1: np.ndarray | None,
-    t: float,
+    t_ns: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One segment as ``interpolate_between_points`` does it: cubic Hermite when both ends
     carry velocities, linear otherwise."""
-    h = t1 - t0
-    if h <= TIME_EPSILON:
+    h_ns = t1_ns - t0_ns
+    if h_ns <= SAME_INSTANT_NS:
         return q1.copy(), (np.zeros_like(q1) if v1 is None else v1.copy())
-    s = min(max((t - t0) / h, 0.0), 1.0)
+    h = h_ns * 1e-9
+    s = min(max((t_ns - t0_ns) / h_ns, 0.0), 1.0)
     if v0 is None or v1 is None:
         return q0 + s * (q1 - q0), (q1 - q0) / h
     return hermite(q0, v0, q1, v1, h, s)
