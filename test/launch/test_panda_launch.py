@@ -75,11 +75,22 @@ def test_a_simulated_timing_model_runs_each_mock_and_its_agent_in_one_process(
     timing_model: str, executables: list[str]
 ) -> None:
     """As ./ws main does (robots.start_mock_robots): one sim_panda per robot under a
-    simulated timing model, two processes under wall."""
+    simulated timing model, two processes under wall. Each sim_panda's node-keyed
+    parameters go to a file beside the launch's own log, not to a temporary folder."""
+    from launch.logging import launch_config
+
     module = load("panda_agent.launch.py")
     nodes = module._nodes(context_with(timing_model=timing_model, num_agents="2"))
     found = sorted(str(node.node_executable) for node in nodes)
     assert found == sorted(executables * 2)
+    written = [Path(launch_config.log_dir) / f"sim_robot_panda{i}.yaml" for i in range(2)]
+    try:
+        assert [path.exists() for path in written] == [timing_model != "wall"] * 2
+        if timing_model != "wall":
+            assert "/panda1/mock_hardware:" in written[1].read_text()
+    finally:
+        for path in written:
+            path.unlink(missing_ok=True)
 
 
 def test_several_agents_need_mock_hardware() -> None:

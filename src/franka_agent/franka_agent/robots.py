@@ -113,6 +113,15 @@ def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, 
 SIM_ROBOT_MODULE = "franka_agent.sim_robot"
 
 
+def shares_one_process(agent_timing: Mapping[str, object]) -> bool:
+    """Whether a mock and its agent run in one process (``sim_robot.py``) unless told
+    otherwise, from the agent's ``timing_model_overrides``: under a simulated timing model,
+    whose run does not depend on the layout and is quicker in one; under ``wall``, two, as
+    a real arm and its agent do not share their time (docs/panda.md, "One process or two").
+    ``start_mock_robots`` and ``panda_agent.launch.py`` both follow it."""
+    return bool(agent_timing)
+
+
 def sim_robot_args(
     config: Path,
     namespace: str,
@@ -162,7 +171,7 @@ def start_mock_robots(
     start."""
     timing_agent, timing_mock = timing_model_overrides(timing_model, mock=True)
     if one_process is None:
-        one_process = bool(timing_agent)
+        one_process = shares_one_process(timing_agent)
     agent_params = {**timing_agent, **(agent_params or {})}
     mock_params = {**timing_mock, **(mock_params or {})}
     namespaces = robot_namespaces(count)

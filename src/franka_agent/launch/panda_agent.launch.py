@@ -15,7 +15,6 @@ any timing model but wall, the mock and the agent run in one process (``sim_pand
 franka_agent/sim_robot.py), as ``./ws main`` runs them.
 """
 
-import tempfile
 from pathlib import Path
 
 from launch import LaunchDescription
@@ -23,6 +22,7 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, Opaq
 from launch.conditions import UnlessCondition
 from launch.launch_context import LaunchContext
 from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.logging import launch_config
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
@@ -33,6 +33,7 @@ from franka_agent.robots import (
     require_real_robot_driver,
     robot_namespaces,
     robot_remaps,
+    shares_one_process,
     sim_robot_args,
     timing_model_overrides,
 )
@@ -73,8 +74,10 @@ def _nodes(context: LaunchContext) -> list[Node]:
         remappings = list(robot_remaps(namespace).items()) if count > 1 else []
         mock_namespace = namespace if count > 1 else ""
         recovery = mock_recovery(mock_namespace) if mock else {}
-        if mock and timing_agent:  # a simulated timing model: mock and agent in one process, as ./ws main
-            params_file = Path(tempfile.mkdtemp(prefix="sim_robot_")) / "robot.yaml"
+        if mock and shares_one_process(timing_agent):
+            # Each node's own values, in a file beside this launch's log (launch.log).
+            suffix = namespace.replace("/", "_")
+            params_file = Path(launch_config.log_dir) / f"sim_robot{suffix}.yaml"
             agent_params = {**agent_overrides, **recovery}
             args = sim_robot_args(Path(config), mock_namespace, agent_params, mock_overrides, params_file, namespace)
             nodes.append(Node(package="franka_agent", executable="sim_panda", ros_arguments=args[1:], output="screen"))
