@@ -3,12 +3,14 @@ driver and a starved agent, within a bounded time of its joint states' stamps.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core.stops import DEFAULT_WINDOW_NS, StopDetector
+from franka_agent.core.stops import DEFAULT_WINDOW_NS, Stop, StopDetector
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -118,3 +120,102 @@ def test_the_followed_verdict_says_whether_the_arm_moved_with_its_commands() -> 
     detector = StopDetector()
     assert feed(detector, times, commanded, lambda t: commanded[0]) is not None
     assert not detector.followed
+
+
+class OneStateAtATime:
+    """The rule as the module's docstring states it, one state and one commanded point at
+    a time: the reference ``StopDetector`` computes the same numbers as."""
+
+    def __init__(self, window_ns: int = DEFAULT_WINDOW_NS, moving: float = 0.005, still: float = 0.0005) -> None:
+        self.window_ns, self.moving, self.still = window_ns, moving, still
+        self.commands: list[tuple[int, np.ndarray]] = []
+        self.states: list[tuple[int, np.ndarray]] = []
+        self.followed = False
+
+    def commanded(self, times_ns: list[int], positions: list[np.ndarray]) -> None:
+        if times_ns:
+            self.commands = [entry for entry in self.commands if entry[0] < times_ns[0]]
+            self.commands += [(t, np.array(q, dtype=np.float64)) for t, q in zip(times_ns, positions, strict=True)]
+
+    def commanded_at(self, t_ns: int) -> np.ndarray | None:
+        entries = self.commands
+        if not entries or t_ns < entries[0][0] or t_ns > entries[-1][0]:
+            return None
+        for (t0, q0), (t1, q1) in itertools.pairwise(entries):
+            if t0 <= t_ns <= t1:
+                return q0 if t1 == t0 else q0 + (q1 - q0) * ((t_ns - t0) / (t1 - t0))
+        return entries[-1][1]
+
+    def measured(self, stamp_ns: int, q: np.ndarray) -> Stop | None:
+        if self.states and stamp_ns <= self.states[-1][0]:
+            return None
+        self.states.append((stamp_ns, np.array(q, dtype=np.float64)))
+        start_ns = stamp_ns - self.window_ns
+        while len(self.states) > 1 and self.states[1][0] <= start_ns:
+            self.states.pop(0)
+        while len(self.commands) > 2 and self.commands[1][0] <= self.states[0][0]:
+            self.commands.pop(0)
+        first_ns, first_q = self.states[0]
+        if first_ns > start_ns:
+            return None
+        path = [self.commanded_at(t) for t, _ in self.states]
+        if any(q_c is None for q_c in path):
+            return None
+        middle_ns = (first_ns + stamp_ns) // 2
+        commanded = measured = first_half = 0.0
+        for (t_ns, q_m), q_c in zip(self.states, path, strict=True):
+            moved = float(np.max(np.abs(q_c - path[0])))  # type: ignore[operator]
+            commanded = max(commanded, moved)
+            if t_ns <= middle_ns:
+                first_half = max(first_half, moved)
+            measured = max(measured, float(np.max(np.abs(q_m - first_q))))
+        if commanded < self.moving:
+            return None
+        self.followed = measured >= self.still
+        if measured < self.still and first_half >= self.moving / 2:
+            return Stop((stamp_ns - first_ns) / 1e9, commanded, measured)
+        return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    segments=st.lists(
+        st.tuples(
+            st.integers(1, 40),  # ticks
+            st.integers(1, 15),  # ms between states
+            st.sampled_from(["follow", "still", "jump"]),
+            st.sampled_from([-1.0, -0.2, 0.0, 0.03, 0.5]),  # commanded speed (rad/s)
+            st.integers(1, 6),  # commanded points a tick, 4 ms apart
+            st.sampled_from([0, 1, 3, 10]),  # ms the first point lies ahead (0: at the state)
+            st.booleans(),  # cleared (a re-plan) as the segment begins
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    state_stamp_offset=st.sampled_from([0, 1_796_351_991_664_107_939]),
+)
+def test_the_detector_gives_what_the_one_state_at_a_time_rule_gives(
+    segments: list[tuple[int, int, str, float, int, int, bool]], state_stamp_offset: int
+) -> None:
+    """Tick by tick, the same verdicts, the same figures to the bit, and the same
+    ``followed``, with wall-clock stamps too (ns since 1970)."""
+    detector, reference = StopDetector(), OneStateAtATime()
+    t, q_commanded, q_measured = state_stamp_offset, np.zeros(7), np.zeros(7)
+    for ticks, gap_ms, arm, speed, count, ahead_ms, clear in segments:
+        if clear:
+            detector.clear()
+            reference.commands, reference.states = [], []
+        for _ in range(ticks):
+            times = [t + (ahead_ms + 4 * k) * MS for k in range(count)]
+            points = [q_commanded + speed * (ahead_ms + 4 * k) * 1e-3 for k in range(count)]
+            detector.commanded(times, points)
+            reference.commanded(times, points)
+            t += gap_ms * MS
+            q_commanded = q_commanded + speed * gap_ms * 1e-3
+            if arm == "follow":
+                q_measured = q_commanded - 1e-4
+            elif arm == "jump":
+                q_measured = q_measured + 0.01
+            found, expected = detector.measured(t, q_measured), reference.measured(t, q_measured)
+            assert found == expected
+            assert detector.followed == reference.followed

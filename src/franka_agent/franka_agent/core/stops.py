@@ -16,7 +16,6 @@ the tracking lag do not count either. test_stops.py holds the rule's properties.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +44,12 @@ class Stop:
 
 class StopDetector:
     """Commanded positions by time (``commanded``) against measured ones by stamp
-    (``measured``); ``clear`` after a re-plan, so that no stale plan is compared."""
+    (``measured``); ``clear`` after a re-plan, so that no stale plan is compared.
+
+    It runs on every control tick (a window holds 10 states at 100 Hz, 50 at 500 Hz):
+    the window's commanded path is interpolated and compared with numpy at once, the
+    same numbers as one state at a time
+    (test_stops.py::test_the_detector_gives_what_the_one_state_at_a_time_rule_gives)."""
 
     def __init__(
         self,
@@ -60,67 +64,84 @@ class StopDetector:
         self.window_ns = window_ns
         self.moving = moving
         self.still = still
-        self._commanded: deque[tuple[int, np.ndarray]] = deque()
-        self._measured: deque[tuple[int, np.ndarray]] = deque()
+        # Commanded (time, positions) at increasing times; measured (stamp, positions).
+        self._commanded_ns: list[int] = []
+        self._commanded_q: list[np.ndarray] = []
+        self._measured_ns: list[int] = []
+        self._measured_q: list[np.ndarray] = []
         # The last window's verdict that the arm follows (commanded to move, and moved).
         self.followed = False
 
     def clear(self) -> None:
-        self._commanded.clear()
-        self._measured.clear()
+        self._commanded_ns.clear()
+        self._commanded_q.clear()
+        self._measured_ns.clear()
+        self._measured_q.clear()
 
     def commanded(self, times_ns: list[int], positions: list[np.ndarray]) -> None:
         """Positions the joint controller is to be at, at increasing ``times_ns``; a later
         command replaces what an earlier one said from its first time on."""
         if not times_ns:
             return
-        while self._commanded and self._commanded[-1][0] >= times_ns[0]:
-            self._commanded.pop()
+        while self._commanded_ns and self._commanded_ns[-1] >= times_ns[0]:
+            self._commanded_ns.pop()
+            self._commanded_q.pop()
         for t_ns, q in zip(times_ns, positions, strict=True):
-            self._commanded.append((int(t_ns), np.array(q, dtype=np.float64)))
+            self._commanded_ns.append(int(t_ns))
+            self._commanded_q.append(np.array(q, dtype=np.float64))
 
     def measured(self, stamp_ns: int, q: np.ndarray) -> Stop | None:
         """A joint state (its stamp, positions); the stop it completes, if any. A state
         no newer than the last adds no time."""
-        if self._measured and stamp_ns <= self._measured[-1][0]:
+        measured_ns, measured_q = self._measured_ns, self._measured_q
+        if measured_ns and stamp_ns <= measured_ns[-1]:
             return None
-        self._measured.append((stamp_ns, np.array(q, dtype=np.float64)))
+        measured_ns.append(stamp_ns)
+        measured_q.append(np.array(q, dtype=np.float64))
         start_ns = stamp_ns - self.window_ns
-        while len(self._measured) > 1 and self._measured[1][0] <= start_ns:
-            self._measured.popleft()
-        while len(self._commanded) > 2 and self._commanded[1][0] <= self._measured[0][0]:
-            self._commanded.popleft()
-        first_ns, first_q = self._measured[0]
+        _drop_front(measured_ns, measured_q, 1, start_ns)
+        commanded_ns, commanded_q = self._commanded_ns, self._commanded_q
+        _drop_front(commanded_ns, commanded_q, 2, measured_ns[0])
+        first_ns = measured_ns[0]
         if first_ns > start_ns:
             return None  # less than a window of states yet
-        commanded_path = [self._commanded_at(t) for t, _ in self._measured]
-        if any(q_c is None for q_c in commanded_path):
+        if not commanded_ns or first_ns < commanded_ns[0] or stamp_ns > commanded_ns[-1]:
             return None  # not commanded over the whole window
+        stamps = np.array(measured_ns, dtype=np.int64)
+        path = _interpolate(np.array(commanded_ns, dtype=np.int64), np.array(commanded_q), stamps)
         # How far each moved from where the window began, at the states' stamps (the
         # furthest: a reversal within the window still counts as moving).
-        middle_ns = (first_ns + stamp_ns) // 2
-        origin = commanded_path[0]
-        commanded = measured = first_half = 0.0
-        for (t_ns, q_m), q_c in zip(self._measured, commanded_path, strict=True):
-            moved = float(np.max(np.abs(q_c - origin)))  # type: ignore[operator]
-            commanded = max(commanded, moved)
-            if t_ns <= middle_ns:
-                first_half = max(first_half, moved)
-            measured = max(measured, float(np.max(np.abs(q_m - first_q))))
+        moved = np.max(np.abs(path - path[0]), axis=1)
+        commanded = float(moved.max())
         if commanded < self.moving:
             return None
+        first_half = float(moved[stamps <= (first_ns + stamp_ns) // 2].max())
+        measured = float(np.max(np.abs(np.array(measured_q) - measured_q[0])))
         self.followed = measured >= self.still
         if measured < self.still and first_half >= self.moving / 2:
             return Stop((stamp_ns - first_ns) / 1e9, commanded, measured)
         return None
 
-    def _commanded_at(self, t_ns: int) -> np.ndarray | None:
-        """The commanded positions at ``t_ns``, linear between the known times; None
-        outside them."""
-        entries = self._commanded
-        if not entries or t_ns < entries[0][0] or t_ns > entries[-1][0]:
-            return None
-        for (t0, q0), (t1, q1) in zip(entries, list(entries)[1:], strict=False):
-            if t0 <= t_ns <= t1:
-                return q0 if t1 == t0 else q0 + (q1 - q0) * ((t_ns - t0) / (t1 - t0))
-        return entries[-1][1]
+
+def _drop_front(times: list[int], values: list[np.ndarray], keep: int, until_ns: int) -> None:
+    """Drop the first entry of both lists while more than ``keep`` are left and the second
+    one is at or before ``until_ns``."""
+    count = 0
+    while len(times) - count > keep and times[count + 1] <= until_ns:
+        count += 1
+    if count:
+        del times[:count]
+        del values[:count]
+
+
+def _interpolate(times: np.ndarray, positions: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Rows of ``positions`` (known at increasing ``times``) at each of ``at`` (within
+    them), linear in between; at a known time, from the segment that ends there."""
+    if times.size == 1:
+        return np.broadcast_to(positions[0], (at.size, positions.shape[1]))
+    segment = np.clip(np.searchsorted(times, at, side="left") - 1, 0, times.size - 2)
+    t0 = times[segment]
+    span = times[segment + 1] - t0
+    share = np.where(span > 0, (at - t0) / np.maximum(span, 1), 0.0)
+    q0 = positions[segment]
+    return q0 + (positions[segment + 1] - q0) * share[:, None]

@@ -29,7 +29,7 @@ what it commands, update by update).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import overload
 
 import numpy as np
 
@@ -42,8 +42,14 @@ import numpy as np
 SAME_INSTANT_NS = 1
 
 
-def seconds_to_whole_ns(t: float | np.ndarray) -> Any:
-    """Seconds (a float or an array) to whole nanoseconds, as int or int64."""
+@overload
+def seconds_to_whole_ns(t: float) -> int: ...
+@overload
+def seconds_to_whole_ns(t: np.ndarray) -> np.ndarray: ...
+def seconds_to_whole_ns(t: float | np.ndarray) -> int | np.ndarray:
+    """Seconds to whole nanoseconds (an array to int64): exactly ``ns`` back from
+    ``ns * 1e-9`` while ``ns`` is below 1e15 (11 days of the simulator's clock, which
+    starts at zero), the bound the hypothesis test's offsets reach."""
     if isinstance(t, np.ndarray):
         return np.rint(t * 1e9).astype(np.int64)
     return round(t * 1e9)
