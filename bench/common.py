@@ -15,6 +15,9 @@ import numpy as np
 from spin_decoupler_ros.dds_profile import use_dds_profile
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# SB3 makes a log folder for every learn() not given one, in the system's temporary folder
+# unless SB3_LOGDIR names another: the benchmarks' (and their nodes') all go to log/bench/sb3.
+os.environ.setdefault("SB3_LOGDIR", str(RESULTS.parents[1] / "log" / "bench" / "sb3"))
 
 
 def isolate_dds() -> None:
