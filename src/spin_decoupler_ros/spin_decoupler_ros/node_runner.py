@@ -2,8 +2,10 @@
 
 Every node spins a SingleThreadedExecutor, measured on purpose: rclpy's
 MultiThreadedExecutor takes ~100 ms per round trip in these releases
-(ros2/rclpy#1452), and the Kilted EventsExecutor busy-spins a core and never served
-an Episode goal in our tests. Nothing here needs threads: callbacks never block.
+(ros2/rclpy#1452). Kilted's experimental EventsExecutor is cheaper per wake-up, but it
+runs every subscription of a node whatever its callback group, so a LatestMessage's
+(read by hand at the tick) would be spun, and it takes no guard conditions
+(docs/benchmarks.md, "time_aware"). Nothing here needs threads: callbacks never block.
 
 SIGINT and SIGTERM are Python handlers here (rclpy's own would shut the context down
 before ``close()`` can hold the robot). They only note the request, which the spin loop
