@@ -2,11 +2,9 @@
 
 Every node spins a SingleThreadedExecutor, measured on purpose: rclpy's
 MultiThreadedExecutor takes ~100 ms per round trip in these releases
-(ros2/rclpy#1452). Kilted's experimental EventsExecutor is cheaper per wake-up, but it
-runs every subscription of a node whatever its callback group, so a LatestMessage's
-(read by hand at the tick) would be spun; it takes no guard conditions; and in rclpy
-9.1.2 a subscription callback that takes MessageInfo (the mock's) raises SystemError
-(docs/benchmarks.md, "time_aware"). Nothing here needs threads: callbacks never block.
+(ros2/rclpy#1452), and the experimental EventsExecutor, cheaper per wake-up, breaks
+what these nodes rely on (docs/benchmarks.md, "time_aware", says what). Nothing here
+needs threads: callbacks never block.
 
 SIGINT and SIGTERM are Python handlers here (rclpy's own would shut the context down
 before ``close()`` can hold the robot). They only note the request, which the spin loop
