@@ -1,10 +1,9 @@
 """The one ``main()`` shape every node of this project uses.
 
-Every node spins a SingleThreadedExecutor, measured on purpose: rclpy's
-MultiThreadedExecutor takes ~100 ms per round trip in these releases
-(ros2/rclpy#1452), and the experimental EventsExecutor, cheaper per wake-up, breaks
-what these nodes rely on (docs/benchmarks.md, "time_aware", says what). Nothing here
-needs threads: callbacks never block.
+A process spins its nodes on the SingleThreadedExecutor, or on rclpy's EventsExecutor
+where every node fits it (self-clocked agents: ``executors.py`` says which and why).
+Never a MultiThreadedExecutor: it takes ~100 ms per round trip in these releases
+(ros2/rclpy#1452), and nothing here needs threads: callbacks never block.
 
 SIGINT and SIGTERM are Python handlers here (rclpy's own would shut the context down
 before ``close()`` can hold the robot). They only note the request, which the spin loop
@@ -25,12 +24,13 @@ import time
 from collections.abc import Callable, Sequence
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
+from spin_decoupler_ros.executors import executor_for
 from spin_decoupler_ros.params import check_no_unknown_parameters, check_params_files
 from spin_decoupler_ros.tools.processes import die_with_parent
 
@@ -101,7 +101,7 @@ def run_nodes(node_factories: Sequence[Callable[[], Node]], args: list[str] | No
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     nodes: list[Node] = []
-    executor: SingleThreadedExecutor | None = None
+    executor: Executor | None = None
     code = 0
     name = "node"  # the node being started, for a fatal error's message
     try:
@@ -113,7 +113,10 @@ def run_nodes(node_factories: Sequence[Callable[[], Node]], args: list[str] | No
             bring_up(node)
             if not isinstance(node, LifecycleNode):  # (a managed node checks when it is configured)
                 check_no_unknown_parameters(node)
-        executor = SingleThreadedExecutor()
+        executor, why = executor_for(nodes)
+        logger = rclpy.logging.get_logger(name)
+        say = logger.debug if isinstance(executor, SingleThreadedExecutor) else logger.info
+        say(f"spinning on rclpy's {type(executor).__name__}: {why}")
         for node in nodes:
             executor.add_node(node)
         # Everything made so far lives as long as the node: out of the collector's sight,
@@ -146,7 +149,7 @@ def run_nodes(node_factories: Sequence[Callable[[], Node]], args: list[str] | No
     return code
 
 
-def _flush(executor: SingleThreadedExecutor) -> None:
+def _flush(executor: Executor) -> None:
     """For a node that sets ``flush_on_exit`` (an agent): run what ``close()`` left to do
     (the ended episode's result, its last status, saying it is going) for at most
     ``FLUSH_S``. A client that never hears them waits until the node's DDS lease runs

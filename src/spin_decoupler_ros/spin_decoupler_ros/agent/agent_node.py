@@ -586,6 +586,12 @@ class AgentNode(LifecycleNode):
         sends none leaves the world standing (a stall guard must not skip one)."""
         return self._waits_on_clock
 
+    @property
+    def events_executor_fit(self) -> bool:
+        """Whether the process may spin this agent on rclpy's EventsExecutor (executors.py):
+        only a self-clocked one, whose time is its simulation's, on no clock."""
+        return getattr(self, "_self_clocked", False)
+
     def world_waits(self) -> bool:
         """Whether, under a timing model, the world stands still waiting for the learner
         (or, self-clocked, for an episode): no tick is then due."""
