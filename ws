@@ -161,7 +161,7 @@ core_tests() {
 # ./ws --distro jazzy test.
 JAZZY_TESTS=(test/unit test/integration/test_env_and_skeletons.py test/integration/test_names.py
              test/integration/test_readme.py test/integration/test_config_errors.py
-             test/integration/test_dds_profile_applied.py)
+             test/integration/test_dds_profile_applied.py test/integration/test_executors.py)
 jazzy_tests() {
   say "on ROS 2 Jazzy's wheels: ${JAZZY_TESTS[*]}"
   "$ROOT/ws" --distro jazzy test -q "${JAZZY_TESTS[@]}"

@@ -15,6 +15,7 @@ from rclpy.node import Node
 from std_msgs.msg import UInt64
 
 from spin_decoupler_ros.agent import LatestMessage
+from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.executors import EXECUTOR_VARIABLE, events_executor_available, executor_for, why_not_events
 from spin_decoupler_ros.rl.client import init_private_context
 from spin_decoupler_ros.tools.processes import ProcessGroup
@@ -75,7 +76,7 @@ def test_one_node_that_does_not_fit_keeps_the_process_on_the_single_threaded_exe
     executor, why = executor_for([fit], context=context)
     assert isinstance(executor, SingleThreadedExecutor) and why == f"{EXECUTOR_VARIABLE}=single"
     monkeypatch.setenv(EXECUTOR_VARIABLE, "multi")
-    with pytest.raises(ValueError, match=f"{EXECUTOR_VARIABLE}='multi': expected one of auto, single"):
+    with pytest.raises(ParameterError, match=f"{EXECUTOR_VARIABLE}='multi': expected one of auto, single"):
         executor_for([fit], context=context)
     fit.destroy_node()
     plain.destroy_node()

@@ -31,6 +31,8 @@ from rclpy.context import Context
 from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from spin_decoupler_ros.core.errors import ParameterError
+
 EXECUTOR_VARIABLE = "SPIN_DECOUPLER_EXECUTOR"
 EXECUTOR_CHOICES = ("auto", "single")
 
@@ -69,7 +71,8 @@ def executor_for(nodes: Sequence[Node], context: Context | None = None) -> tuple
     the default one), and why that one."""
     choice = os.environ.get(EXECUTOR_VARIABLE, "auto") or "auto"
     if choice not in EXECUTOR_CHOICES:
-        raise ValueError(f"{EXECUTOR_VARIABLE}={choice!r}: expected one of {', '.join(EXECUTOR_CHOICES)}")
+        # (a ParameterError: run_node then exits naming it, without a traceback)
+        raise ParameterError(f"{EXECUTOR_VARIABLE}={choice!r}: expected one of {', '.join(EXECUTOR_CHOICES)}")
     if choice == "single":
         return SingleThreadedExecutor(context=context), f"{EXECUTOR_VARIABLE}=single"
     if not events_executor_available():

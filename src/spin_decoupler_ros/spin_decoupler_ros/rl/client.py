@@ -29,6 +29,9 @@ from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.
 SECOND_AGENT_SETTLE_S = 0.2
+# How long a conflict's message waits for the agents' node names to be discovered.
+NAME_SETTLE_S = 2.0
+_UNKNOWN = "_UNKNOWN_"  # (rmw's _NODE_NAME_UNKNOWN_ before a node's name is known)
 # How often a wait asks the graph whether the agent is still there (two misses: gone).
 GRAPH_CHECK_S = 0.25
 
@@ -164,6 +167,12 @@ class RLClient:
         (test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name)."""
         time.sleep(SECOND_AGENT_SETTLE_S)  # (a second one is discovered a moment after the first)
         agents = self.node.get_publishers_info_by_topic(self.channel.status_topic)
+        # A publisher is discovered before its node's name is (the graph says
+        # _NODE_NAME_UNKNOWN_ meanwhile): give the names a moment to arrive.
+        deadline = time.monotonic() + NAME_SETTLE_S
+        while len(agents) > 1 and any(_UNKNOWN in info.node_name for info in agents) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            agents = self.node.get_publishers_info_by_topic(self.channel.status_topic)
         if len(agents) > 1:
             names = ", ".join(sorted(join_name(info.node_namespace, info.node_name) for info in agents))
             raise AgentConflictError(
