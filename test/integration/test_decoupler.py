@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from action_msgs.msg import GoalStatusArray
+from action_msgs.msg import GoalStatus, GoalStatusArray
 from helpers import start_node
 from rclpy.qos import qos_profile_action_status_default
 
@@ -154,6 +154,27 @@ def test_finished_episodes_leave_the_action_status_soon(client: RLClient) -> Non
     assert latest, "no status message came after the reset"
     kept = len(latest[-1].status_list)
     assert kept == 1, f"the status lists {kept} goals: finished episodes are kept"
+
+
+def test_a_running_episode_is_an_executing_goal_until_it_ends(client: RLClient) -> None:
+    """The Episode goal is EXECUTING while its episode runs (though no execute coroutine
+    waits it out: agent_node.execute_goal) and SUCCEEDED once its client finishes it."""
+    statuses: list[GoalStatusArray] = []
+    client.rl_node.node.create_subscription(
+        GoalStatusArray, f"{NAMESPACE}/episode/_action/status", statuses.append, qos_profile_action_status_default
+    )
+
+    def last_status() -> int | None:
+        deadline = time.monotonic() + 1.0  # (the status topic is latched: the last one comes at once)
+        while time.monotonic() < deadline:
+            client.rl_node.spin_once(0.05)
+        return statuses[-1].status_list[-1].status if statuses and statuses[-1].status_list else None
+
+    client.reset()
+    client.step([0.0])
+    assert last_status() == GoalStatus.STATUS_EXECUTING
+    client.finish()
+    assert last_status() == GoalStatus.STATUS_SUCCEEDED
 
 
 def test_client_side_checks_raise_before_sending(client: RLClient) -> None:

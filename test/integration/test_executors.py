@@ -3,6 +3,7 @@ node fits it, and an agent on it serves episodes and stops as on the other one."
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from spin_decoupler_ros.tools.processes import ProcessGroup
 
 LANDER = "spin_decoupler_ros.examples.lunar_lander.agent"
 CHOSEN = "spinning on rclpy's EventsExecutor"
+WAIT_S = 3.0
 needs_events = pytest.mark.skipif(not events_executor_available(), reason="this rclpy has no EventsExecutor")
 
 
@@ -139,6 +141,38 @@ def test_a_self_clocked_agent_configured_anew_serves_episodes_on_the_events_exec
     finally:
         operator.close()
     assert agent.stop() == 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("executor", ["auto", "single"])
+def test_an_agent_waiting_for_its_learner_takes_no_cpu(
+    processes: ProcessGroup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str
+) -> None:
+    """While the learner thinks (a training update: seconds), a self-clocked agent's world
+    waits, and the agent must leave the CPU to the learner: no coroutine waits out the
+    episode (agent_node.execute_goal; rclpy's EventsExecutor resumes one back to back)."""
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
+
+    monkeypatch.setenv(EXECUTOR_VARIABLE, executor)
+    params = {"control_rate": 1000.0, "rl_timestep": 0.004, "timing_model": "lognormal:0.002,0.008"}
+    agent = start_node(processes, LANDER, tmp_path, namespace="/waits", params=params, label=f"waits_{executor}")
+    env = LunarLanderEnv("/waits", client_options={"connect_timeout": 20})
+    try:
+        env.reset(seed=0)
+        env.step(0)
+        time.sleep(0.5)  # (the think time's frames, and the answer's last callbacks)
+        before = cpu_seconds(agent.pid)
+        time.sleep(WAIT_S)
+        used = cpu_seconds(agent.pid) - before
+    finally:
+        env.close()
+    # Spinning, it takes a core (WAIT_S of CPU, a third of it beside two busy processes).
+    assert used < WAIT_S / 10, f"the agent used {used:.2f} s of CPU in {WAIT_S} s while its world waited"
 
 
 @needs_events

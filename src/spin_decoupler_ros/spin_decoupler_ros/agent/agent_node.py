@@ -8,9 +8,10 @@ One step, on this side::
     control timer ticks   -> apply_action(last action) every period
     tick where due        -> build_observation() -> feedback seq n (LAT, ATO)
 
-Nothing here blocks or sleeps: the Episode goal's execute callback awaits a Future
-that the control loop completes when the episode ends, and steps are handed to the
-control loop through the protocol state, not through a queue a callback waits on.
+Nothing here blocks, sleeps or waits: an Episode goal is EXECUTING while its episode
+runs, and its execute callback runs once, when the episode ends (``execute_goal``,
+``report_goal``); steps are handed to the control loop through the protocol state, not
+through a queue a callback waits on.
 
 Subclasses implement the hooks (``build_observation``, ``apply_action``,
 ``reset_workspace``, ``null_action``; optionally ``reset_done``, ``on_action_start``,
@@ -30,10 +31,10 @@ import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.clock import ROSClock
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.task import Future
 from rclpy.timer import Timer
 
 from spin_decoupler_msgs.action import Episode
@@ -117,8 +118,43 @@ def outcome_name(outcome: int) -> str:
 @dataclass
 class _EpisodeHandle:
     goal_handle: ServerGoalHandle
-    done: Future
     received_ns: int  # when the goal arrived: the reset's "command received" time
+
+
+def execute_goal(goal_handle: ServerGoalHandle) -> None:
+    """Mark an accepted goal EXECUTING without starting its execute callback.
+
+    ``ServerGoalHandle.execute`` would start it as a coroutine that waits out the whole
+    episode, and executors resume a waiting coroutine on every wake-up: rclpy's
+    EventsExecutor back to back, a core's worth for as long as the episode runs (its
+    ``IterateTask``). The episode's end calls the callback instead (``report_goal``),
+    which returns at once (test_executors.py::test_a_waiting_agent_takes_no_cpu).
+    """
+    if not goal_handle.is_cancel_requested:  # (as ServerGoalHandle.execute does)
+        goal_handle._update_state(_rclpy.GoalEvent.EXECUTE)
+
+
+def report_goal(action_server: ActionServer, goal_handle: ServerGoalHandle, result: Episode.Result) -> None:
+    """End a goal that ``execute_goal`` marked EXECUTING with ``result``: its execute
+    callback runs once, from the executor, and returns it."""
+
+    def finish(handle: ServerGoalHandle) -> Episode.Result:
+        if result.outcome == Episode.Result.CANCELED and handle.is_cancel_requested:
+            handle.canceled()
+        elif result.outcome in (Episode.Result.ENDED, Episode.Result.FINISHED):
+            handle.succeed()
+        else:
+            handle.abort()
+        return result
+
+    action_server.notify_execute(goal_handle, finish)
+
+
+def _unexpected_execute(goal_handle: ServerGoalHandle) -> Episode.Result:
+    """The action server's default execute callback: never called (``report_goal`` gives
+    each goal its own), so a goal that gets here is aborted rather than left running."""
+    goal_handle.abort()
+    return Episode.Result(outcome=Episode.Result.ABORTED, error="the agent executed a goal it did not run")
 
 
 @dataclass(frozen=True)
@@ -436,7 +472,7 @@ class AgentNode(LifecycleNode):
             self,
             Episode,
             "episode",
-            execute_callback=self._execute_episode,
+            execute_callback=_unexpected_execute,
             goal_callback=self._on_goal,
             handle_accepted_callback=self._on_goal_accepted,
             cancel_callback=self._on_cancel,
@@ -1069,8 +1105,8 @@ class AgentNode(LifecycleNode):
         try:
             self._protocol.begin_episode(episode_id, goal.client_id, now, bytes(goal.key), owner)
         except CommandRejected as exc:  # another client got in between accept and here
-            self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
-            goal_handle.execute(self._execute_episode)
+            self._episodes[episode_id] = _EpisodeHandle(goal_handle, now)
+            execute_goal(goal_handle)
             self._complete(episode_id, Episode.Result.ABORTED, 0, str(exc))
             return
         if previous is not None:
@@ -1083,8 +1119,8 @@ class AgentNode(LifecycleNode):
             )
         self._current_step = None
         self._waiting_command = None
-        self._episodes[episode_id] = _EpisodeHandle(goal_handle, Future(), now)
-        goal_handle.execute(self._execute_episode)
+        self._episodes[episode_id] = _EpisodeHandle(goal_handle, now)
+        execute_goal(goal_handle)
         self._set_status(AgentStatus.RUNNING, "episode running", goal.client_id)
         seed = int(goal.seed) if goal.has_seed else None
         self._world.new_episode(seed)
@@ -1096,23 +1132,6 @@ class AgentNode(LifecycleNode):
             # (the reset observation is a tick's, as always).
             self._call_hook("reset_done", self.reset_done)
             self._commanded(now)
-
-    async def _execute_episode(self, goal_handle: ServerGoalHandle) -> Episode.Result:
-        # The episode may be over before this runs (a reset hook failed at once): its
-        # handle stays until here, and goes once its result is out.
-        episode_id = bytes(goal_handle.goal_id.uuid)
-        handle = self._episodes[episode_id]
-        try:
-            result: Episode.Result = await handle.done
-        finally:
-            self._episodes.pop(episode_id, None)
-        if result.outcome == Episode.Result.CANCELED and goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif result.outcome in (Episode.Result.ENDED, Episode.Result.FINISHED):
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return result
 
     def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
         """A cancel request carries no proof of who sent it (any process can name the
@@ -1126,10 +1145,11 @@ class AgentNode(LifecycleNode):
         return CancelResponse.ACCEPT
 
     def _complete(self, episode_id: bytes, outcome: int, steps: int, error: str, *, needs_person: bool = False) -> None:
-        handle = self._episodes.get(episode_id)
-        if handle is None or handle.done.done():
+        handle = self._episodes.pop(episode_id, None)
+        if handle is None:  # (over already)
             return
-        handle.done.set_result(Episode.Result(outcome=outcome, steps=steps, error=error, needs_person=needs_person))
+        result = Episode.Result(outcome=outcome, steps=steps, error=error, needs_person=needs_person)
+        report_goal(self._action_server, handle.goal_handle, result)
 
     # -- status -------------------------------------------------------------------------
 
