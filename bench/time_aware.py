@@ -3,6 +3,7 @@ models, and learners blind to time against learners that see or choose it.
 
     ./ws bench time_aware [--timesteps 100000] [--seeds 0 1 2] [--configs none jitter_aware ...]
     ./ws bench time_aware --add-seeds --seeds 3 4 5 --configs jitter_free jitter_unaware jitter_aware
+    ./ws bench time_aware --add-seeds --jobs 2 --seeds 6 7 --configs jitter_free jitter_unaware jitter_aware
 
 Configurations, each trained and evaluated once per seed (PPO as bench/lunarlander.py
 runs it, one torch thread):
@@ -29,6 +30,12 @@ the return jitter costs the unaware one (``recovered_fraction`` >= 0.5). What ji
 costs is measured against ``jitter_free``, not ``none``: a think time also lengthens
 every step (4 frames become about 6), so at the same step budget a learner under any
 think time sees half as many frames again, which ``none`` does not.
+
+``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
+configurations only: on simulated time their returns do not depend on the machine's load
+(``test_repeatable_runs.py``), but their wall times then do, and are recorded as measured
+beside other runs (``concurrent_runs``). ``inprocess`` and ``none``, whose wall times are a
+target, always run alone.
 """
 
 from __future__ import annotations
@@ -46,12 +53,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "time_aware.json"
+RUNS_LOG = Path("log/bench/time_aware_runs.jsonl")
 CONTROL_RATE = 1000.0
 FRAMES_PER_STEP = 4
 JITTER = "lognormal:0.002,0.008"
 JITTER_FREE = "fixed:0.002"  # JITTER's median, every time
 DURATION_RANGE = (0.001, 0.008)  # 1 to 8 frames
 DURATION_CHOICES = 8
+CONCURRENT_OK = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
 CONFIGS = ("inprocess", "none", "jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
 MODELS = {
     "none": "none",
@@ -62,7 +71,7 @@ MODELS = {
 }
 
 
-def train_and_evaluate(env: Any, seed: int, timesteps: int, eval_episodes: int) -> dict[str, float]:
+def train_and_evaluate(env: Any, seed: int, timesteps: int, eval_episodes: int, label: str = "") -> dict[str, float]:
     from spin_decoupler_ros.examples.lunar_lander.train import evaluate, make_ppo
     from spin_decoupler_ros.rl.training import FreezeGarbageCollector
 
@@ -71,7 +80,7 @@ def train_and_evaluate(env: Any, seed: int, timesteps: int, eval_episodes: int) 
     model.learn(total_timesteps=timesteps, callback=FreezeGarbageCollector())
     wall_s = time.perf_counter() - started
     mean_return, _ = evaluate(model, env, eval_episodes, seed=10_000)
-    print(f"    seed {seed}: mean return {mean_return:.1f}, {wall_s:.0f} s", flush=True)
+    print(f"    {label}seed {seed}: mean return {mean_return:.1f}, {wall_s:.0f} s", flush=True)
     return {"mean_return": mean_return, "wall_s": wall_s}
 
 
@@ -151,6 +160,47 @@ def same_mdp(steps: int = 400) -> dict[str, Any]:
     }
 
 
+def run_seed_alone(config: str, seed: int, timesteps: int, eval_episodes: int) -> dict[str, float]:
+    """One seed of a decoupled configuration against an agent of its own (a ``--jobs``
+    worker: a process of its own, DDS set up by its parent)."""
+    import torch
+
+    torch.set_num_threads(1)
+    namespace = f"/lander_{config}_{seed}"
+    with start_agent(MODELS[config], namespace, Path("log/bench")):
+        env = decoupled_env(config, namespace)
+        try:
+            return train_and_evaluate(env, seed, timesteps, eval_episodes, label=f"{config} ")
+        finally:
+            env.close()
+
+
+def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argparse.Namespace) -> dict[str, list[Any]]:
+    """Each configuration's runs of its seeds, ``args.jobs`` at a time, seed by seed (every
+    configuration of a seed before the next seed's). Each run is also appended to
+    log/bench/time_aware_runs.jsonl as it ends, so an interrupted batch loses none."""
+    import multiprocessing
+
+    order = list(dict.fromkeys(seed for seeds in seeds_by_config.values() for seed in seeds))
+    tasks = [(config, seed) for seed in order for config, seeds in seeds_by_config.items() if seed in seeds]
+    print(f"{len(tasks)} runs, {args.jobs} at a time", flush=True)
+    runs: dict[str, list[Any]] = {config: [] for config in seeds_by_config}
+    with (
+        multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool,
+        RUNS_LOG.open("a") as log,
+    ):
+        work = [(config, seed, args.timesteps, args.eval_episodes) for config, seed in tasks]
+        for (config, seed), outcome in zip(tasks, pool.imap(run_seed_star, work, chunksize=1), strict=True):
+            runs[config].append(outcome)
+            log.write(json.dumps({"config": config, "seed": seed, **outcome}) + "\n")
+            log.flush()
+    return runs
+
+
+def run_seed_star(task: tuple[str, int, int, int]) -> dict[str, float]:
+    return run_seed_alone(*task)
+
+
 def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
     print(f"{config}:", flush=True)
     runs = []
@@ -169,7 +219,14 @@ def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[
                     runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
                 finally:
                     env.close()
-    return summarise(config, seeds, [run["mean_return"] for run in runs], [run["wall_s"] for run in runs])
+    return summarise_runs(config, seeds, runs)
+
+
+def summarise_runs(
+    config: str, seeds: list[int], runs: list[dict[str, float]], concurrent_runs: int = 1
+) -> dict[str, Any]:
+    summary = summarise(config, seeds, [run["mean_return"] for run in runs], [run["wall_s"] for run in runs])
+    return {**summary, "concurrent_runs": concurrent_runs} if concurrent_runs > 1 else summary
 
 
 def summarise(config: str, seeds: list[int], returns: list[float], walls: list[float]) -> dict[str, Any]:
@@ -184,16 +241,14 @@ def summarise(config: str, seeds: list[int], returns: list[float], walls: list[f
     }
 
 
-def add_seeds(earlier: dict[str, Any], config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
-    """``config``'s figures over its earlier seeds and those of ``seeds`` it has not run."""
+def merge_seeds(config: str, earlier: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """``earlier``'s figures with ``added``'s seeds (run with the same setup) joined to them;
+    the wall time is then the mean over runs measured alone and beside others alike."""
     seeds_run = list(earlier["seeds"])
-    returns, walls = list(earlier["returns"]), [earlier["wall_s"]] * len(seeds_run)
-    new_seeds = [seed for seed in seeds if seed not in seeds_run]
-    if new_seeds:
-        added = run_config(config, new_seeds, args)
-        returns += added["returns"]
-        walls += [added["wall_s"]] * len(new_seeds)
-    return summarise(config, seeds_run + new_seeds, returns, walls)
+    walls = [earlier["wall_s"]] * len(seeds_run) + [added["wall_s"]] * len(added["seeds"])
+    merged = summarise(config, seeds_run + list(added["seeds"]), [*earlier["returns"], *added["returns"]], walls)
+    concurrent = max(earlier.get("concurrent_runs", 1), added.get("concurrent_runs", 1))
+    return {**merged, "concurrent_runs": concurrent} if concurrent > 1 else merged
 
 
 def main() -> int:
@@ -203,11 +258,22 @@ def main() -> int:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help=f"seeds run at once, each against an agent of its own (only for {', '.join(CONCURRENT_OK)})",
+    )
+    parser.add_argument(
         "--add-seeds",
         action="store_true",
         help="run --seeds for --configs on top of the seeds those configurations already have (same setup)",
     )
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    alone_only = [config for config in args.configs if config not in CONCURRENT_OK]
+    if args.jobs > 1 and alone_only:
+        parser.error(f"--jobs: {', '.join(alone_only)} must run alone (their wall time is a target)")
     isolate_dds()
     import torch
 
@@ -239,11 +305,21 @@ def main() -> int:
             if config in kept:
                 lander[config] = {"seeds": kept["seeds"], **kept[config]}
     print(f"same MDP: {lander['same_mdp']}", flush=True)
-    for config in args.configs:
-        if args.add_seeds:
-            lander[config] = add_seeds(lander[config], config, args.seeds, args)
-        else:
-            lander[config] = run_config(config, args.seeds, args)
+    measured: dict[str, dict[str, Any]] = {}
+    new_seeds = {
+        config: [seed for seed in args.seeds if not args.add_seeds or seed not in lander[config]["seeds"]]
+        for config in args.configs
+    }
+    if args.jobs > 1:
+        to_run = {config: seeds for config, seeds in new_seeds.items() if seeds}
+        for config, runs in run_configs_concurrently(to_run, args).items():
+            measured[config] = summarise_runs(config, to_run[config], runs, args.jobs)
+    else:
+        for config in args.configs:
+            if new_seeds[config]:
+                measured[config] = run_config(config, new_seeds[config], args)
+    for config, figures in measured.items():
+        lander[config] = merge_seeds(config, lander[config], figures) if args.add_seeds else figures
     if {"inprocess", "none"} <= set(lander):
         lander["none_wall_ratio"] = round(lander["none"]["wall_s"] / lander["inprocess"]["wall_s"], 2)
     if {"jitter_free", "jitter_unaware", "jitter_aware"} <= set(lander):
