@@ -76,6 +76,8 @@ TESTS = (
     "test/integration/test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name",
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
     "test/integration/test_time_aware_env.py::test_the_learners_work_runs_while_the_agent_acts",
+    "test/integration/test_executors.py::test_an_agent_waiting_for_its_learner_takes_no_cpu",
+    DECOUPLER + "test_a_running_episode_is_an_executing_goal_until_it_ends",
 )
 COLUMNS = ("idle", "busy_core")
 PR_SET_PDEATHSIG = 1

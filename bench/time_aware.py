@@ -33,7 +33,7 @@ think time sees half as many frames again, which ``none`` does not.
 
 ``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
 configurations only: on simulated time their returns do not depend on the machine's load
-(``test_repeatable_runs.py``), but their wall times then do, and are recorded as measured
+(test_timing_models.py), but their wall times then do, and are recorded as measured
 beside other runs (``concurrent_runs``). ``inprocess`` and ``none``, whose wall times are a
 target, always run alone.
 """

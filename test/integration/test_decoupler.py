@@ -164,17 +164,23 @@ def test_a_running_episode_is_an_executing_goal_until_it_ends(client: RLClient) 
         GoalStatusArray, f"{NAMESPACE}/episode/_action/status", statuses.append, qos_profile_action_status_default
     )
 
-    def last_status() -> int | None:
-        deadline = time.monotonic() + 1.0  # (the status topic is latched: the last one comes at once)
+    def wait_for_status(expected: int) -> int | None:
+        """The episode's goal status once it is ``expected``, or the last one seen in HANG."""
+        deadline = time.monotonic() + HANG
+        latest = None
         while time.monotonic() < deadline:
             client.rl_node.spin_once(0.05)
-        return statuses[-1].status_list[-1].status if statuses and statuses[-1].status_list else None
+            latest = statuses[-1].status_list[-1].status if statuses and statuses[-1].status_list else None
+            if latest == expected:
+                break
+        return latest
 
     client.reset()
     client.step([0.0])
-    assert last_status() == GoalStatus.STATUS_EXECUTING
+    assert wait_for_status(GoalStatus.STATUS_EXECUTING) == GoalStatus.STATUS_EXECUTING
+    client.step([0.0])  # (still served: nothing waits on the goal)
     client.finish()
-    assert last_status() == GoalStatus.STATUS_SUCCEEDED
+    assert wait_for_status(GoalStatus.STATUS_SUCCEEDED) == GoalStatus.STATUS_SUCCEEDED
 
 
 def test_client_side_checks_raise_before_sending(client: RLClient) -> None:
