@@ -2,10 +2,11 @@
 else the SingleThreadedExecutor.
 
 The EventsExecutor (``rclpy.experimental``, in C++, in Jazzy's and Kilted's rclpy)
-waits and dispatches without the SingleThreadedExecutor's Python on every wake-up: a
-self-clocked LunarLander agent answers a step in about 0.64 ms instead of 0.83
-(docs/benchmarks.md, "time_aware"). It also differs from it in ways these nodes would
-notice, so a node runs on it only where none of them applies (``why_not_events``):
+waits and dispatches without the SingleThreadedExecutor's Python on every wake-up
+(what that saves a self-clocked agent: docs/benchmarks.md, "time_aware"). It resumes a
+waiting coroutine back to back, so an agent keeps none (agent_node.execute_goal). It
+also differs in ways these nodes would notice, so a node runs on it only where none of
+them applies (``why_not_events``):
 - it runs every subscription, whatever its callback group, so LatestMessage's
   subscriptions, read by hand, would be drained by callbacks;
 - it takes no guard conditions;
