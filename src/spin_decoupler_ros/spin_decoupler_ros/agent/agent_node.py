@@ -128,7 +128,7 @@ def execute_goal(goal_handle: ServerGoalHandle) -> None:
     episode, and executors resume a waiting coroutine on every wake-up: rclpy's
     EventsExecutor back to back, a core's worth for as long as the episode runs (its
     ``IterateTask``). The episode's end calls the callback instead (``report_goal``),
-    which returns at once (test_executors.py::test_a_waiting_agent_takes_no_cpu).
+    which returns at once (test_executors.py::test_an_agent_waiting_for_its_learner_takes_no_cpu).
     """
     if not goal_handle.is_cancel_requested:  # (as ServerGoalHandle.execute does)
         goal_handle._update_state(_rclpy.GoalEvent.EXECUTE)
