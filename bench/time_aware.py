@@ -160,19 +160,28 @@ def same_mdp(steps: int = 400) -> dict[str, Any]:
     }
 
 
-def run_seed_alone(config: str, seed: int, timesteps: int, eval_episodes: int) -> dict[str, float]:
-    """One seed of a decoupled configuration against an agent of its own (a ``--jobs``
-    worker: a process of its own, DDS set up by its parent)."""
+def train_on_agent(
+    config: str, namespace: str, seed: int, timesteps: int, eval_episodes: int, label: str = ""
+) -> dict[str, float]:
+    """One seed of a decoupled configuration, against the agent running in ``namespace``."""
+    env = decoupled_env(config, namespace)
+    try:
+        return train_and_evaluate(env, seed, timesteps, eval_episodes, label=label)
+    finally:
+        env.close()
+
+
+def run_seed_alone(task: tuple[str, int, int, int]) -> dict[str, float]:
+    """One seed (``config, seed, timesteps, eval_episodes``) of a decoupled configuration
+    against an agent of its own (a ``--jobs`` worker: a process of its own, DDS set up by
+    its parent)."""
     import torch
 
+    config, seed, timesteps, eval_episodes = task
     torch.set_num_threads(1)
     namespace = f"/lander_{config}_{seed}"
     with start_agent(MODELS[config], namespace, Path("log/bench")):
-        env = decoupled_env(config, namespace)
-        try:
-            return train_and_evaluate(env, seed, timesteps, eval_episodes, label=f"{config} ")
-        finally:
-            env.close()
+        return train_on_agent(config, namespace, seed, timesteps, eval_episodes, label=f"{config} ")
 
 
 def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -190,15 +199,11 @@ def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argpar
         RUNS_LOG.open("a") as log,
     ):
         work = [(config, seed, args.timesteps, args.eval_episodes) for config, seed in tasks]
-        for (config, seed), outcome in zip(tasks, pool.imap(run_seed_star, work, chunksize=1), strict=True):
+        for (config, seed), outcome in zip(tasks, pool.imap(run_seed_alone, work, chunksize=1), strict=True):
             runs[config].append(outcome)
             log.write(json.dumps({"config": config, "seed": seed, **outcome}) + "\n")
             log.flush()
     return runs
-
-
-def run_seed_star(task: tuple[str, int, int, int]) -> dict[str, float]:
-    return run_seed_alone(*task)
 
 
 def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
@@ -213,12 +218,7 @@ def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[
     else:
         namespace = f"/lander_{config}"
         with start_agent(MODELS[config], namespace, Path("log/bench")):
-            for seed in seeds:
-                env = decoupled_env(config, namespace)
-                try:
-                    runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
-                finally:
-                    env.close()
+            runs += [train_on_agent(config, namespace, seed, args.timesteps, args.eval_episodes) for seed in seeds]
     return summarise_runs(config, seeds, runs)
 
 
