@@ -206,15 +206,34 @@ def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argpar
     return runs
 
 
+def train_in_process(seed: int, args: argparse.Namespace, label: str = "") -> dict[str, float]:
+    from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
+
+    env = FrameSkipLunarLander(FRAMES_PER_STEP)
+    return train_and_evaluate(env, seed, args.timesteps, args.eval_episodes, label=label)
+
+
+def run_wall_time_pairs(seeds: list[int], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``inprocess`` and ``none``, alternating seed by seed, so that each ratio of their wall
+    times is taken between runs a few minutes apart: this machine's speed drifts by more
+    than the margin the target leaves within the half hour one configuration's seeds take
+    (docs/benchmarks.md, "time_aware")."""
+    print("inprocess and none, alternating:", flush=True)
+    runs: dict[str, list[dict[str, float]]] = {"inprocess": [], "none": []}
+    namespace = "/lander_none"
+    with start_agent(MODELS["none"], namespace, Path("log/bench")):
+        for seed in seeds:
+            runs["inprocess"].append(train_in_process(seed, args, label="inprocess "))
+            runs["none"].append(train_on_agent("none", namespace, seed, args.timesteps, args.eval_episodes, "none "))
+    summaries = {config: summarise_runs(config, seeds, config_runs) for config, config_runs in runs.items()}
+    return {config: {**summary, "alternated": True} for config, summary in summaries.items()}
+
+
 def run_config(config: str, seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
     print(f"{config}:", flush=True)
     runs = []
     if config == "inprocess":
-        from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander
-
-        for seed in seeds:
-            env = FrameSkipLunarLander(FRAMES_PER_STEP)
-            runs.append(train_and_evaluate(env, seed, args.timesteps, args.eval_episodes))
+        runs += [train_in_process(seed, args) for seed in seeds]
     else:
         namespace = f"/lander_{config}"
         with start_agent(MODELS[config], namespace, Path("log/bench")):
@@ -237,16 +256,24 @@ def summarise(config: str, seeds: list[int], returns: list[float], walls: list[f
         "returns": [round(value, 2) for value in returns],
         "seeds": list(seeds),
         "wall_s": round(float(np.mean(walls)), 1),
+        "wall_s_runs": [round(float(wall), 1) for wall in walls],
         "model": MODELS.get(config, "in-process"),
     }
+
+
+def wall_times(figures: dict[str, Any]) -> list[float]:
+    """Each run's wall time (figures recorded before runs had their own: the mean, for each)."""
+    return list(figures.get("wall_s_runs", [figures["wall_s"]] * len(figures["seeds"])))
 
 
 def merge_seeds(config: str, earlier: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
     """``earlier``'s figures with ``added``'s seeds (run with the same setup) joined to them;
     the wall time is then the mean over runs measured alone and beside others alike."""
     seeds_run = list(earlier["seeds"])
-    walls = [earlier["wall_s"]] * len(seeds_run) + [added["wall_s"]] * len(added["seeds"])
+    walls = [*wall_times(earlier), *wall_times(added)]
     merged = summarise(config, seeds_run + list(added["seeds"]), [*earlier["returns"], *added["returns"]], walls)
+    if earlier.get("alternated") and added.get("alternated"):
+        merged["alternated"] = True
     concurrent = max(earlier.get("concurrent_runs", 1), added.get("concurrent_runs", 1))
     return {**merged, "concurrent_runs": concurrent} if concurrent > 1 else merged
 
@@ -315,13 +342,19 @@ def main() -> int:
         for config, runs in run_configs_concurrently(to_run, args).items():
             measured[config] = summarise_runs(config, to_run[config], runs, args.jobs)
     else:
+        pairs = {"inprocess", "none"} <= set(args.configs) and new_seeds["inprocess"] == new_seeds["none"] != []
+        if pairs:
+            measured.update(run_wall_time_pairs(new_seeds["none"], args))
         for config in args.configs:
-            if new_seeds[config]:
+            if new_seeds[config] and config not in measured:
                 measured[config] = run_config(config, new_seeds[config], args)
     for config, figures in measured.items():
         lander[config] = merge_seeds(config, lander[config], figures) if args.add_seeds else figures
     if {"inprocess", "none"} <= set(lander):
         lander["none_wall_ratio"] = round(lander["none"]["wall_s"] / lander["inprocess"]["wall_s"], 2)
+        if lander["none"].get("alternated") and lander["inprocess"].get("alternated"):
+            walls = zip(lander["none"]["wall_s_runs"], lander["inprocess"]["wall_s_runs"], strict=True)
+            lander["none_wall_ratio_by_seed"] = [round(none / inprocess, 2) for none, inprocess in walls]
     if {"jitter_free", "jitter_unaware", "jitter_aware"} <= set(lander):
         lost = lander["jitter_free"]["mean_return"] - lander["jitter_unaware"]["mean_return"]
         regained = lander["jitter_aware"]["mean_return"] - lander["jitter_unaware"]["mean_return"]
