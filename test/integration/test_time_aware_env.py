@@ -116,8 +116,12 @@ def test_a_lander_policy_chooses_its_engine_and_its_duration(processes: ProcessG
 def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tmp_path: Path) -> None:
     """``while_acting`` runs once the command is out: the agent executes the action
     meanwhile, so the observation is taken one duration after sending, not after the
-    learner's work (here 0.3 s, six durations), for one env and for the VecEnv's agents."""
-    work = 0.3
+    learner's work (here 0.6 s, twelve durations), for one env and for the VecEnv's agents.
+    An answer taken after that work gives no clock offset (it would be off by half the
+    wait); one taken as it arrived gives the offset within its uncertainty (the same host:
+    the true offset is 0)."""
+    work = 0.6
+    period = 0.01  # (control_rate 100 Hz: an action ends on the tick nearest its duration)
     for namespace in ("/single", "/vec"):
         params = {"rl_timestep": TIMESTEP, "control_rate": 100.0, "timing_model": "wall", "use_sim_time": False}
         start_node(processes, PLANT, tmp_path, namespace=namespace, params=params, label=namespace.strip("/"))
@@ -140,11 +144,17 @@ def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tm
         for _ in range(3):
             sent = time.time()
             _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
-            assert TIMESTEP <= taken_after_sending(info, sent) < work, info
+            assert TIMESTEP - period <= taken_after_sending(info, sent) < work, info
             sent = time.time()
             _, _, _, (vec_info,) = venv.step(np.array([[0.5]], dtype=np.float32))
-            assert TIMESTEP <= taken_after_sending(vec_info, sent) < work, vec_info
+            assert TIMESTEP - period <= taken_after_sending(vec_info, sent) < work, vec_info
+            assert info["clock_offset"] is None and vec_info["clock_offset"] is None, (info, vec_info)
         assert len(calls) == 6
+        env.while_acting = None
+        _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+        uncertainty_ns = env.client.channel.offsets.uncertainty_ns
+        assert info["clock_offset"] is not None and uncertainty_ns is not None, info
+        assert abs(info["clock_offset"]) <= uncertainty_ns * 1e-9 + 1e-6, (info, uncertainty_ns)
     finally:
         venv.close()
         env.close()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spin_decoupler_ros.core import ActionSpaceError, ActionSpec, ClockOffsetEstimator, TickMonitor, exchange_sample
-from spin_decoupler_ros.core.timing import WakeLatency, periods_for
+from spin_decoupler_ros.core.timing import WakeLatency, heard_on_arrival, periods_for
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -86,6 +88,39 @@ def test_exchange_sample_recovers_offset_with_symmetric_delay() -> None:
     t4 = t3 - offset + one_way
     sample = exchange_sample(t1, t2, t3, t4)
     assert sample.offset_ns == offset and sample.delay_ns == 2 * one_way
+
+
+@given(
+    offset_ms=st.floats(-1e6, 1e6),
+    out_ms=st.floats(0, 50),
+    back_ms=st.floats(0, 50),
+    processing_ms=st.floats(0, 500),
+    listening_after_send_ms=st.floats(0, 2000),
+)
+def test_an_exchange_is_accepted_only_if_the_wait_began_before_the_answer_arrived(
+    offset_ms: float, out_ms: float, back_ms: float, processing_ms: float, listening_after_send_ms: float
+) -> None:
+    """Whatever the clocks' offset and the delays, an accepted exchange had the RL side
+    spinning when its answer arrived, so the arrival time taken is the real one."""
+    t1 = 1_000_000 * MS
+    t2 = t1 + int(out_ms * MS) + int(offset_ms * MS)
+    t3 = t2 + int(processing_ms * MS)
+    arrival = t3 - int(offset_ms * MS) + int(back_ms * MS)
+    listening_from = t1 + int(listening_after_send_ms * MS)
+    if heard_on_arrival(listening_from, t1, t2, t3):
+        assert listening_from <= arrival
+
+
+def test_an_answer_taken_after_the_learners_work_gives_no_offset_sample() -> None:
+    """A learner that works 300 ms while a 50 ms action runs takes the answer 250 ms after it
+    arrived: the sample would put the offset 125 ms off, so it is not taken."""
+    t1, offset, one_way = 0, 0, 1 * MS
+    t2 = t1 + one_way + offset
+    t3 = t2 + 50 * MS
+    taken = t1 + 300 * MS
+    assert not heard_on_arrival(taken, t1, t2, t3)
+    assert abs(exchange_sample(t1, t2, t3, taken).offset_ns - offset) > 100 * MS  # what it would cost
+    assert heard_on_arrival(t1 + 50 * MS, t1, t2, t3)  # spinning before the action ended: taken as it came
 
 
 def test_offset_estimator_trusts_low_delay_samples() -> None:

@@ -161,6 +161,19 @@ def exchange_sample(sent_ns: int, received_ns: int, answered_ns: int, returned_n
     return OffsetSample(offset, max(0, delay))
 
 
+def heard_on_arrival(listening_from_ns: int, sent_ns: int, received_ns: int, answered_ns: int) -> bool:
+    """Whether an answer was taken as it arrived, so that its arrival time is known.
+
+    The answer cannot have left the agent before ``sent_ns + (answered_ns - received_ns)``
+    (RL clock: the command's trip takes no negative time, and the agent held it that long),
+    so a wait that began by then (``listening_from_ns``) was spinning when it arrived. One
+    that began later (the learner worked meanwhile) may have found it waiting; its arrival
+    time, taken then, would bias the offset by half the wait. Needs no clock offset.
+    (test_spaces_and_timing.py::test_an_answer_taken_after_the_learners_work_gives_no_offset_sample)
+    """
+    return listening_from_ns <= sent_ns + max(0, answered_ns - received_ns)
+
+
 class ClockOffsetEstimator:
     """Online estimate of ``agent_clock - rl_clock`` from the round trips steps already make.
 

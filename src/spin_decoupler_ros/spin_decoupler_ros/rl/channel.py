@@ -47,7 +47,13 @@ from spin_decoupler_ros.core.errors import (
 )
 from spin_decoupler_ros.core.naming import join_name
 from spin_decoupler_ros.core.spaces import ActionSpec
-from spin_decoupler_ros.core.timing import ClockOffsetEstimator, exchange_sample, ns_to_seconds, seconds_to_ns
+from spin_decoupler_ros.core.timing import (
+    ClockOffsetEstimator,
+    exchange_sample,
+    heard_on_arrival,
+    ns_to_seconds,
+    seconds_to_ns,
+)
 from spin_decoupler_ros.rl.recording import RunRecorder
 
 
@@ -60,7 +66,8 @@ class StepAnswer:
     observation. ``hold``: part of LAT the agent held position because the RL side was
     silent past its watchdog. ``wall_time``: RL-side wall clock when the answer
     arrived. ``round_trip``: from sending the command to the answer. ``clock_offset``:
-    current estimate of agent clock minus RL clock (None before the first step).
+    current estimate of agent clock minus RL clock (None until the answer to a step was
+    taken as it arrived, not after the learner's own work: ``heard_on_arrival``).
     """
 
     seq: int
@@ -148,6 +155,7 @@ class AgentChannel:
         self._key = b""  # the last episode goal's key (core/auth.py)
         self._seq = 0
         self._pending: _Pending | None = None
+        self._listening_from_ns: int | None = None  # since when the caller spins for the answer
         self._answer: StepAnswer | None = None
         self._error: Exception | None = None
         self._finishing = False
@@ -271,6 +279,7 @@ class AgentChannel:
         self._sign(msg, checked)
         self._pending = _Pending(self._seq, now)
         self._waiting = _Waiting.STEP
+        self._listening_from_ns = None
         self._command_pub.publish(msg)
         self._record_command(msg)
 
@@ -297,6 +306,12 @@ class AgentChannel:
             self._key, msg.kind, self._episode_uuid, msg.seq, action, msg.duration.sec, msg.duration.nanosec
         )
         msg.tag = array.array("B", tag)
+
+    def listen(self) -> None:
+        """Say that the caller spins from now until the answer: an answer taken after that
+        was taken as it arrived (the first call after a send counts; see ``heard_on_arrival``)."""
+        if self._listening_from_ns is None:
+            self._listening_from_ns = self._now_ns()
 
     def cancel_wait(self) -> None:
         """Give up on the outstanding answer (after a timeout): the episode is unusable."""
@@ -403,11 +418,12 @@ class AgentChannel:
         pending, self._pending = self._pending, None
         offset = None
         if result.seq > 0:
-            self.offsets.add(
-                exchange_sample(
-                    pending.sent_ns, time_to_ns(result.command_received_at), time_to_ns(result.ato), arrived_ns
-                )
-            )
+            received_ns, answered_ns = time_to_ns(result.command_received_at), time_to_ns(result.ato)
+            listening_from_ns = self._listening_from_ns
+            if listening_from_ns is not None and heard_on_arrival(
+                listening_from_ns, pending.sent_ns, received_ns, answered_ns
+            ):
+                self.offsets.add(exchange_sample(pending.sent_ns, received_ns, answered_ns, arrived_ns))
             offset_ns = self.offsets.offset_ns
             offset = ns_to_seconds(offset_ns) if offset_ns is not None else None
         self._answer = StepAnswer(

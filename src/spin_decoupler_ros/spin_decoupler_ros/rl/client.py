@@ -255,6 +255,7 @@ class RLClient:
         once (within two graph checks) once the agent has left the ROS graph: no answer can
         come then (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
         start = time.monotonic() if start is None else start
+        self.channel.listen()
         deadline = start + timeout
         poll_from = poll_until = deadline
         if due_in is not None and self.busy_wait > 0:

@@ -176,6 +176,8 @@ class DecoupledVecEnv(VecEnv):
         A reset's observation goes into ``observations`` (its info into ``reset_infos``);
         a step's answer goes to ``on_step``, which may ask to wait on for that agent's reset."""
         deadlines = {index: self._deadline(index, kind) for index, kind in waiting.items()}  # (at, timeout)
+        for index in waiting:
+            self.clients[index].channel.listen()
         try:
             while waiting:
                 for index in list(waiting):
