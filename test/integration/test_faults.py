@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rclpy
+from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 from helpers import start_node
 from rclpy.action import ActionClient
@@ -26,13 +27,14 @@ from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentStatus, StepCommand
 from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS
 from spin_decoupler_ros.core import AgentBusyError, EpisodeEndedError, StepTimeoutError
-from spin_decoupler_ros.core.auth import command_tag, new_key
+from spin_decoupler_ros.core.auth import command_tag, new_key, takeover_proof
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import init_private_context
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+LANDER = "spin_decoupler_ros.examples.lunar_lander.agent"
 NODES = Path(__file__).resolve().parents[1] / "nodes"
 FAST = {"rl_timestep": 0.05, "control_rate": 100.0, "watchdog_timeout": 0.5}
 
@@ -63,16 +65,20 @@ class RogueClient:
             self.executor.spin_once(timeout_sec=0.05)
         return bool(condition())
 
-    def reset(self) -> bool:
-        self.key = new_key()
+    def reset(self, replace: bool = False) -> bool:
+        """Start an episode; ``replace``: with the proof that replaces this client's running one."""
+        old_key, self.key = self.key, new_key()
         goal = Episode.Goal(client_id=self.client_id, key=array.array("B", self.key))
+        if replace:
+            goal.takeover_proof = array.array("B", takeover_proof(old_key, self.key))
+        answered = len(self.feedback)
         future = self.actions.send_goal_async(goal, feedback_callback=lambda m: self.feedback.append(m.feedback))
         assert self.spin_until(future.done)
         self.goal = future.result()
         assert self.goal is not None
         if not self.goal.accepted:
             return False
-        return self.spin_until(lambda: any(f.step.seq == 0 for f in self.feedback))
+        return self.spin_until(lambda: any(f.step.seq == 0 for f in self.feedback[answered:]))
 
     def send(
         self,
@@ -349,6 +355,41 @@ def test_env_truncates_when_the_agent_dies_and_resumes_with_a_new_one(processes:
         assert env.step(np.array([0.5], dtype=np.float32))[4]["seq"] == 1
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    ("agent", "params"),
+    [
+        (PLANT, FAST),  # on wall time
+        (LANDER, {"control_rate": 1000.0, "rl_timestep": 0.004, "timing_model": "none"}),  # self-clocked
+    ],
+    ids=["wall_time", "self_clocked"],
+)
+def test_a_new_reset_ends_the_clients_running_episode(
+    processes: ProcessGroup, tmp_path: Path, agent: str, params: dict[str, object]
+) -> None:
+    """A client's new reset replaces its running episode: the old goal succeeds, ENDED
+    after the steps it took, and the new one starts with its reset observation."""
+    start_node(processes, agent, tmp_path, params=params)
+    client = RogueClient()
+    try:
+        assert client.reset()
+        for seq in (1, 2):
+            client.send(seq, [0.0])
+            assert not client.answer(seq).step.error
+        assert client.goal is not None
+        old_result = client.goal.get_result_async()
+        assert client.reset(replace=True)
+        assert client.spin_until(old_result.done)
+        response = old_result.result()
+        assert response is not None
+        assert response.status == GoalStatus.STATUS_SUCCEEDED
+        assert response.result.outcome == Episode.Result.ENDED
+        assert response.result.steps == 2 and not response.result.error
+        client.send(1, [0.0])
+        assert not client.answer(1).step.error
+    finally:
+        client.close()
 
 
 @pytest.mark.parametrize("how", ["kill", "freeze"])

@@ -1109,14 +1109,6 @@ class AgentNode(LifecycleNode):
             execute_goal(goal_handle)
             self._complete(episode_id, Episode.Result.ABORTED, 0, str(exc))
             return
-        if previous is not None:
-            same_client = owner and previous.client_id == goal.client_id
-            self._complete(
-                previous.episode_id,
-                Episode.Result.ENDED if same_client else Episode.Result.WATCHDOG,
-                previous.steps,
-                "" if same_client else f"client went silent; '{goal.client_id}' took over",
-            )
         self._current_step = None
         self._waiting_command = None
         self._episodes[episode_id] = _EpisodeHandle(goal_handle, now)
@@ -1132,6 +1124,20 @@ class AgentNode(LifecycleNode):
             # (the reset observation is a tick's, as always).
             self._call_hook("reset_done", self.reset_done)
             self._commanded(now)
+        if self._self_clocked:
+            # The reset observation at once, in this callback, as a short step's is
+            # (_on_step_command): the learner waits for it.
+            self._simulate()
+        if previous is not None:
+            # The replaced episode's result after that: only its client's logs wait for it
+            # (test_faults.py::test_a_new_reset_ends_the_clients_running_episode).
+            same_client = owner and previous.client_id == goal.client_id
+            self._complete(
+                previous.episode_id,
+                Episode.Result.ENDED if same_client else Episode.Result.WATCHDOG,
+                previous.steps,
+                "" if same_client else f"client went silent; '{goal.client_id}' took over",
+            )
 
     def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
         """A cancel request carries no proof of who sent it (any process can name the
