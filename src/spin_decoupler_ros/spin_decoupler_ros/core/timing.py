@@ -169,6 +169,9 @@ def heard_on_arrival(listening_from_ns: int, sent_ns: int, received_ns: int, ans
     so a wait that began by then (``listening_from_ns``) was spinning when it arrived. One
     that began later (the learner worked meanwhile) may have found it waiting; its arrival
     time, taken then, would bias the offset by half the wait. Needs no clock offset.
+    The agent's hold is on its own clock: on a self-clocked agent that is simulated time,
+    which may be longer than the wall time it took, so there the rule lets through a
+    sample taken late (an offset between a simulated clock and the wall has no use).
     (test_spaces_and_timing.py::test_an_answer_taken_after_the_learners_work_gives_no_offset_sample)
     """
     return listening_from_ns <= sent_ns + max(0, answered_ns - received_ns)
