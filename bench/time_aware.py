@@ -4,6 +4,7 @@ models, and learners blind to time against learners that see or choose it.
     ./ws bench time_aware [--timesteps 100000] [--seeds 0 1 2] [--configs none jitter_aware ...]
     ./ws bench time_aware --add-seeds --seeds 3 4 5 --configs jitter_free jitter_unaware jitter_aware
     ./ws bench time_aware --add-seeds --jobs 2 --seeds 6 7 --configs jitter_free jitter_unaware jitter_aware
+    ./ws bench time_aware --twin --jobs 2 --seeds 0 1 2 ... [--timesteps 400000]
 
 Configurations, each trained and evaluated once per seed (PPO as bench/lunarlander.py
 runs it, one torch thread):
@@ -31,6 +32,15 @@ costs is measured against ``jitter_free``, not ``none``: a think time also lengt
 every step (4 frames become about 6), so at the same step budget a learner under any
 think time sees half as many frames again, which ``none`` does not.
 
+``--twin`` trains the jitter configurations on ``LunarLanderTwin`` instead: the decoupled
+lander and its agent in one process, the same MDP to the bit (its returns are the
+decoupled runs', seed for seed: ``reproduces_decoupled``), four times as fast, so that
+enough seeds, or long enough runs, can tell what timing does from how far PPO's seeds
+spread. It adds ``jitter_oracle``: the timing features and the think time being spent on
+this very decision, which the twin knows and no learner can (``RevealThinkTime``): what
+the most timing in the observation could recover. Its figures go to ``twin``, by run
+length, with a bootstrap over seeds of the recovered fraction.
+
 ``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
 configurations only: on simulated time their returns do not depend on the machine's load
 (test_timing_models.py), but their wall times then do, and are recorded as measured
@@ -47,7 +57,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
@@ -62,12 +74,16 @@ DURATION_RANGE = (0.001, 0.008)  # 1 to 8 frames
 DURATION_CHOICES = 8
 CONCURRENT_OK = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
 CONFIGS = ("inprocess", "none", "jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
+TWIN_CONFIGS = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
+TWIN_RUNS_LOG = Path("log/bench/time_aware_twin_runs.jsonl")
+BOOTSTRAP_DRAWS = 10_000
 MODELS = {
     "none": "none",
     "jitter_free": JITTER_FREE,
     "jitter_unaware": JITTER,
     "jitter_aware": JITTER,
     "jitter_variable_duration": JITTER,
+    "jitter_oracle": JITTER,
 }
 
 
@@ -99,6 +115,45 @@ def decoupled_env(config: str, namespace: str) -> Any:
     else:
         env = LunarLanderEnv(namespace, client_options=client_options)
     return TimingInObservation(env) if config in ("jitter_aware", "jitter_variable_duration") else env
+
+
+class RevealThinkTime(gym.ObservationWrapper):  # type: ignore[type-arg]
+    """Appends the think time ``LunarLanderTwin`` has drawn for the decision being taken,
+    in steps of FRAMES_PER_STEP frames: what no learner can know when it decides, so a
+    bound on what timing in the observation can give."""
+
+    def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
+        super().__init__(env)
+        box = env.observation_space
+        assert isinstance(box, spaces.Box)
+        low = np.concatenate([box.low, [0.0]]).astype(box.dtype)
+        high = np.concatenate([box.high, [np.inf]]).astype(box.dtype)
+        self.observation_space = spaces.Box(low, high, dtype=box.dtype)  # type: ignore[arg-type]
+        self._step_s = FRAMES_PER_STEP / CONTROL_RATE
+
+    def observation(self, observation: Any) -> Any:
+        think = self.env.unwrapped.upcoming_think_s / self._step_s  # type: ignore[attr-defined]
+        return np.concatenate([observation, [think]]).astype(self.observation_space.dtype)
+
+
+def twin_env(config: str) -> Any:
+    """A jitter configuration's env on ``LunarLanderTwin`` (``--twin``)."""
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderTwin
+    from spin_decoupler_ros.rl.time_aware import TimingInObservation
+
+    env: Any = LunarLanderTwin(FRAMES_PER_STEP, MODELS[config], CONTROL_RATE)
+    if config in ("jitter_aware", "jitter_oracle"):
+        env = TimingInObservation(env)
+    return RevealThinkTime(env) if config == "jitter_oracle" else env
+
+
+def run_twin_seed(task: tuple[str, int, int, int]) -> dict[str, float]:
+    """One seed of a configuration on the twin (a ``--jobs`` worker)."""
+    import torch
+
+    config, seed, timesteps, eval_episodes = task
+    torch.set_num_threads(1)
+    return train_and_evaluate(twin_env(config), seed, timesteps, eval_episodes, label=f"twin {config} ")
 
 
 def start_agent(model: str, namespace: str, log_dir: Path) -> Any:
@@ -184,11 +239,16 @@ def run_seed_alone(task: tuple[str, int, int, int]) -> dict[str, float]:
         return train_on_agent(config, namespace, seed, timesteps, eval_episodes, label=f"{config} ")
 
 
-def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argparse.Namespace) -> dict[str, list[Any]]:
+def run_configs_concurrently(
+    seeds_by_config: dict[str, list[int]], args: argparse.Namespace, worker: Any = None, runs_log: Path = RUNS_LOG
+) -> dict[str, list[Any]]:
     """Each configuration's runs of its seeds, ``args.jobs`` at a time, seed by seed (every
-    configuration of a seed before the next seed's). Each run is also appended to
-    log/bench/time_aware_runs.jsonl as it ends, so an interrupted batch loses none."""
+    configuration of a seed before the next seed's), by ``worker`` (``run_seed_alone``
+    unless given). Each run is also appended to ``runs_log`` as it ends, so an
+    interrupted batch loses none."""
     import multiprocessing
+
+    worker = worker or run_seed_alone
 
     order = list(dict.fromkeys(seed for seeds in seeds_by_config.values() for seed in seeds))
     tasks = [(config, seed) for seed in order for config, seeds in seeds_by_config.items() if seed in seeds]
@@ -196,10 +256,10 @@ def run_configs_concurrently(seeds_by_config: dict[str, list[int]], args: argpar
     runs: dict[str, list[Any]] = {config: [] for config in seeds_by_config}
     with (
         multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool,
-        RUNS_LOG.open("a") as log,
+        runs_log.open("a") as log,
     ):
         work = [(config, seed, args.timesteps, args.eval_episodes) for config, seed in tasks]
-        for (config, seed), outcome in zip(tasks, pool.imap(run_seed_alone, work, chunksize=1), strict=True):
+        for (config, seed), outcome in zip(tasks, pool.imap(worker, work, chunksize=1), strict=True):
             runs[config].append(outcome)
             log.write(json.dumps({"config": config, "seed": seed, **outcome}) + "\n")
             log.flush()
@@ -278,12 +338,114 @@ def merge_seeds(config: str, earlier: dict[str, Any], added: dict[str, Any]) -> 
     return {**merged, "concurrent_runs": concurrent} if concurrent > 1 else merged
 
 
+def returns_by_seed(figures: dict[str, Any]) -> dict[int, float]:
+    return dict(zip(figures["seeds"], figures["returns"], strict=True))
+
+
+def recovered_fractions(free: np.ndarray, unaware: np.ndarray, aware: np.ndarray) -> np.ndarray:
+    """(aware - unaware) / (free - unaware) on the means along the last axis; NaN where
+    jitter cost nothing."""
+    lost = free.mean(axis=-1) - unaware.mean(axis=-1)
+    gained = aware.mean(axis=-1) - unaware.mean(axis=-1)
+    return np.where(lost > 0, gained / np.where(lost > 0, lost, 1.0), np.nan)
+
+
+def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any]) -> dict[str, Any]:
+    """What the twin's seeds say: the fraction of jitter's cost the timing features
+    recover, on the means over the seeds the three configurations share, with a 90%
+    bootstrap over those seeds; the paired gain; the oracle's fraction on its seeds; and
+    how far the twin's returns are from the decoupled runs' on the seeds both ran."""
+    figures: dict[str, Any] = {}
+    configs = ("jitter_free", "jitter_unaware", "jitter_aware")
+    if all(config in twin for config in configs):
+        by_seed = [returns_by_seed(twin[config]) for config in configs]
+        seeds = sorted(set.intersection(*(set(returns) for returns in by_seed)))
+        free, unaware, aware = (np.array([returns[seed] for seed in seeds]) for returns in by_seed)
+        draws = np.random.default_rng(0).integers(0, len(seeds), size=(BOOTSTRAP_DRAWS, len(seeds)))
+        resampled = recovered_fractions(free[draws], unaware[draws], aware[draws])
+        gains = aware - unaware
+        figures["recovered"] = {
+            "seeds": len(seeds),
+            "lost_to_jitter": round(float(free.mean() - unaware.mean()), 2),
+            "recovered_fraction": round(float(recovered_fractions(free, unaware, aware)), 3),
+            "bootstrap_90": [round(float(value), 3) for value in np.nanpercentile(resampled, [5, 95])],
+            "paired_gain": round(float(gains.mean()), 2),
+            "paired_gain_standard_error": round(float(gains.std(ddof=1) / np.sqrt(len(seeds))), 2),
+            "aware_better_on": int(np.sum(gains > 0)),
+        }
+        if "jitter_oracle" in twin:
+            oracle = returns_by_seed(twin["jitter_oracle"])
+            shared = [seed for seed in seeds if seed in oracle]
+            pick = [seeds.index(seed) for seed in shared]
+            fraction = recovered_fractions(free[pick], unaware[pick], np.array([oracle[seed] for seed in shared]))
+            figures["oracle"] = {"seeds": len(shared), "recovered_fraction": round(float(fraction), 3)}
+    differences = []
+    for config in configs:
+        if config in twin and config in decoupled and "returns" in decoupled[config]:
+            theirs = returns_by_seed(decoupled[config])
+            differences += [
+                abs(ours - theirs[seed]) for seed, ours in returns_by_seed(twin[config]).items() if seed in theirs
+            ]
+    if differences:
+        figures["reproduces_decoupled"] = {
+            "runs_compared": len(differences),
+            "max_return_difference": round(float(max(differences)), 2),
+        }
+    return figures
+
+
+def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
+    """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
+    for the same run length and setup; ``lander``'s ``twin`` with them."""
+    setup = {
+        "timesteps": args.timesteps,
+        "eval_episodes": args.eval_episodes,
+        "frames_per_step": FRAMES_PER_STEP,
+        "control_rate_hz": CONTROL_RATE,
+        "jitter": JITTER,
+        "jitter_free": JITTER_FREE,
+        "torch_threads": 1,
+    }
+    twins = dict(lander.get("twin", {}))
+    key = str(args.timesteps)
+    kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
+    to_run = {
+        config: [seed for seed in args.seeds if seed not in kept.get(config, {}).get("seeds", [])]
+        for config in args.configs
+    }
+    to_run = {config: seeds for config, seeds in to_run.items() if seeds}
+    figures = {config: value for config, value in kept.items() if config in TWIN_CONFIGS}
+    for config, runs in run_configs_concurrently(to_run, args, run_twin_seed, TWIN_RUNS_LOG).items():
+        added = summarise_runs(config, to_run[config], runs, args.jobs)
+        figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
+    twins[key] = {**figures, **twin_statistics(figures, lander), "setup": setup}
+    return twins
+
+
+def main_twin(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    Path("log/bench").mkdir(parents=True, exist_ok=True)
+    earlier = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    recorded = earlier.get("lunarlander", {})
+    recorded["twin"] = run_twin(args, recorded)
+    figures = recorded["twin"][str(args.timesteps)]
+    print(json.dumps({key: figures[key] for key in ("recovered", "oracle", "reproduces_decoupled") if key in figures}))
+    earlier.pop("machine", None)
+    write_result("time_aware", {**earlier, "lunarlander": recorded})
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timesteps", type=int, default=100_000, help="PPO steps per run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", choices=(*CONFIGS, "jitter_oracle"))
+    parser.add_argument(
+        "--twin", action="store_true", help="train the jitter configurations on LunarLanderTwin (see above)"
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -298,6 +460,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.configs is None:
+        args.configs = list(TWIN_CONFIGS if args.twin else CONFIGS)
+    allowed = TWIN_CONFIGS if args.twin else CONFIGS
+    refused = [config for config in args.configs if config not in allowed]
+    if refused:
+        which = "--twin runs" if args.twin else "without --twin, only"
+        parser.error(f"--configs {' '.join(refused)}: {which} {', '.join(allowed)}")
+    if args.twin:
+        return main_twin(args)
     alone_only = [config for config in args.configs if config not in CONCURRENT_OK]
     if args.jobs > 1 and alone_only:
         parser.error(f"--jobs: {', '.join(alone_only)} must run alone (their wall time is a target)")
@@ -327,6 +498,8 @@ def main() -> int:
         if missing:
             parser.error(f"--add-seeds: {', '.join(missing)} have no figures to add seeds to")
     lander: dict[str, Any] = {"seeds": kept["seeds"] if args.add_seeds else args.seeds, "same_mdp": same_mdp()}
+    if "twin" in kept:  # (--twin's figures: kept whatever this run measures)
+        lander["twin"] = kept["twin"]
     if kept.get("setup") == setup and kept.get("seeds") == lander["seeds"]:
         for config in CONFIGS:
             if config in kept:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from helpers import start_node
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
@@ -158,3 +160,42 @@ def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tm
     finally:
         venv.close()
         env.close()
+
+
+def test_the_twin_is_the_decoupled_lander_under_jitter(processes: ProcessGroup, tmp_path: Path) -> None:
+    """``LunarLanderTwin`` against a real LunarLander agent under a lognormal think time,
+    the same seed and actions over three episodes (the first seeded, as SB3 does): the
+    same observations, rewards, episode ends, LAT and durations, to the bit; and the think
+    time the twin reveals (``upcoming_think_s``) is the one the next step's LAT shows.
+    bench/time_aware.py --twin counts on it."""
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv, LunarLanderTwin
+
+    model = "lognormal:0.002,0.008"
+    params = {"control_rate": 1000.0, "rl_timestep": 0.004, "timing_model": model}
+    start_node(processes, LANDER, tmp_path, namespace="/twin", params=params, label="lander")
+    actions = np.random.default_rng(7).integers(0, 4, size=60)
+
+    def play(env: Any) -> list[tuple[Any, ...]]:
+        trace: list[tuple[Any, ...]] = []
+        for episode in range(3):
+            observation, _ = env.reset(seed=11 if episode == 0 else None)
+            trace.append((observation.tolist(),))
+            for action in actions:
+                think = getattr(env, "upcoming_think_s", None)
+                observation, reward, terminated, truncated, info = env.step(int(action))
+                trace.append((observation.tolist(), reward, terminated, truncated, info["lat"], info["duration"]))
+                if think is not None:  # (the twin: the think time it drew is the one LAT shows)
+                    assert info["lat"] - (trace[-2][-1] if len(trace[-2]) > 1 else 0.0) == pytest.approx(think)
+                if terminated or truncated:
+                    break
+        return trace
+
+    twin = play(LunarLanderTwin(4, model))
+    env = LunarLanderEnv("/twin", client_options={"connect_timeout": 20})
+    try:
+        decoupled = play(env)
+    finally:
+        env.close()
+    assert len(twin) > 3 * 5
+    assert any(step[-2] > 0.0045 for step in twin[1:] if len(step) > 1)  # (a think time ran: lat > duration)
+    assert twin == decoupled

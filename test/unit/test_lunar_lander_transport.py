@@ -65,3 +65,41 @@ def test_a_held_action_across_an_rl_step_boundary_still_adds_up() -> None:
         if terminated:
             break
     assert rebuilt_total == pytest.approx(total, abs=TOLERANCE * 300)
+
+
+def test_the_twin_under_none_is_the_frame_skipping_lander() -> None:
+    """``LunarLanderTwin`` with no think time flies as ``FrameSkipLunarLander`` does (its
+    reward rebuilt as the RL side rebuilds it), seeded as a decoupled env seeds its agent."""
+    from gymnasium.utils import seeding
+
+    from spin_decoupler_ros.examples.lunar_lander.task import FrameSkipLunarLander, LunarLanderTwin
+
+    twin, frame_skip = LunarLanderTwin(4, "none"), FrameSkipLunarLander(4)
+    agent_seed = int(seeding.np_random(5)[0].integers(0, 2**31 - 1))
+    observation, _ = twin.reset(seed=5)
+    expected, _ = frame_skip.reset(seed=agent_seed)
+    np.testing.assert_array_equal(observation, expected)
+    for step, action in enumerate(np.random.default_rng(5).integers(0, 4, size=200)):
+        observation, reward, terminated, truncated, info = twin.step(int(action))
+        expected, expected_reward, expected_terminated, expected_truncated, _ = frame_skip.step(int(action))
+        np.testing.assert_array_equal(observation, expected)
+        assert reward == pytest.approx(expected_reward, abs=TOLERANCE)
+        assert (terminated, truncated) == (expected_terminated, expected_truncated)
+        assert (info["lat"], info["duration"]) == (0.004 if step else 0.0, 0.004)  # (LAT: the previous action's)
+        if terminated or truncated:
+            break
+    else:
+        pytest.fail("200 random actions never ended the episode")
+
+
+def test_the_twin_passes_both_env_checkers_and_refuses_wall_time() -> None:
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderTwin
+
+    twin = LunarLanderTwin(4, "lognormal:0.002,0.008")
+    gymnasium_check_env(twin, skip_render_check=True)
+    sb3_check_env(twin)
+    with pytest.raises(ValueError, match="'wall' has no twin"):
+        LunarLanderTwin(4, "wall")

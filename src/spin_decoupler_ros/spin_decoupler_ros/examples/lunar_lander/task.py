@@ -9,7 +9,8 @@ import numpy as np
 from gymnasium import spaces
 
 from spin_decoupler_ros.conversions import duration_to_ns
-from spin_decoupler_ros.core.timing import seconds_to_ns
+from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
+from spin_decoupler_ros.core.timing import NS_PER_S, ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.examples.lunar_lander import transport
 from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
 
@@ -107,3 +108,85 @@ class FrameSkipLunarLander(gym.Wrapper):
                 break
         truncated = not terminated and self._frames >= transport.FRAMES_PER_EPISODE
         return observation, total, terminated, truncated, info
+
+
+class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
+    """``LunarLanderEnv`` against its agent (self-clocked at ``control_rate``, a frame a
+    tick) under a simulated timing model, in one process: the same plant and reward
+    (``transport``), the same think times (the agent's ``WorldGate``, seeded as the agent
+    is), the same ``lat`` and ``duration`` in each step's info. The same MDP to the bit
+    (test_time_aware_env.py::test_the_twin_is_the_decoupled_lander_under_jitter), without a
+    round trip a step: what lets ``bench/time_aware.py`` run enough seeds to tell what
+    timing does from how far PPO's seeds spread.
+
+    As on the agent: after a reset the lander is held until the first action, which
+    starts after the think time drawn at the reset observation; after each step the
+    action fires on for the think time drawn at its observation, then the next starts.
+    Durations are fixed (``frames_per_step``); under ``none`` this is
+    ``FrameSkipLunarLander`` with the agent's rounding of the reward.
+    """
+
+    def __init__(self, frames_per_step: int, timing_model: str = "none", control_rate: float = 1000.0) -> None:
+        from gymnasium.envs.box2d.lunar_lander import LunarLander
+
+        model = TimingModel.parse(timing_model)
+        if not model.simulated:
+            raise ValueError("timing model 'wall' has no twin: its think times are the machine's, not a model's")
+        if frames_per_step < 1 or not control_rate > 0.0:
+            raise ValueError(
+                f"frames_per_step must be >= 1 and control_rate > 0, got {frames_per_step}, {control_rate}"
+            )
+        reference = LunarLander()
+        self.observation_space = reference.observation_space
+        reference.close()
+        self.action_space = spaces.Discrete(4)
+        self.frames_per_step = frames_per_step
+        self._period_ns = round(NS_PER_S / control_rate)
+        self._gate = WorldGate(model, self._period_ns)
+        self._plant = transport.LanderPlant()
+        self._now_ns = 0  # the agent's simulated time: the last observation's instant
+        self._action: int | None = None  # what fires while the learner thinks (None: held)
+        self._duration_ns = 0
+        self._start = np.zeros(transport.SIZE)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        agent_seed = int(self.np_random.integers(0, 2**31 - 1))  # (as DecoupledEnv.prepare_reset draws it)
+        self._plant.reset(agent_seed)
+        self._gate.new_episode(agent_seed)
+        self._action, self._duration_ns = None, 0
+        return self._observe(), {}
+
+    @property
+    def upcoming_think_s(self) -> float:
+        """The think time drawn for the decision being taken now (seconds): what the agent's
+        world knows and a learner cannot."""
+        waits_from = self._gate.waits_from_ns
+        return 0.0 if waits_from is None else (waits_from - self._now_ns) / NS_PER_S
+
+    def _observe(self) -> np.ndarray:
+        self._gate.observed(self._now_ns)
+        self._start = self._plant.transported()
+        return self._start[transport.OBSERVATION].astype(np.float32)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        engine = int(action)
+        start_ns = self._gate.start_ns(self._now_ns)  # (the learner answers at once: the model's think time)
+        if self._action is not None:
+            for _ in range((start_ns - self._now_ns) // self._period_ns):
+                self._plant.frame(self._action)
+        # (in whole ns, as the agent reports them: the same floats)
+        lat_ns = self._duration_ns + start_ns - self._now_ns
+        for _ in range(self.frames_per_step):
+            self._plant.frame(engine)
+        self._action = engine
+        self._duration_ns = self.frames_per_step * self._period_ns
+        self._now_ns = start_ns + self._duration_ns
+        info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(self._duration_ns)}
+        start = self._start
+        observation = self._observe()
+        reward, terminated = transport.step_reward(start, self._start)
+        truncated = not terminated and self._start[transport.FRAMES] >= transport.FRAMES_PER_EPISODE
+        return observation, reward, terminated, bool(truncated), info
