@@ -350,38 +350,53 @@ def recovered_fractions(free: np.ndarray, unaware: np.ndarray, aware: np.ndarray
     return np.where(lost > 0, gained / np.where(lost > 0, lost, 1.0), np.nan)
 
 
-def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any]) -> dict[str, Any]:
-    """What the twin's seeds say: the fraction of jitter's cost the timing features
-    recover, on the means over the seeds the three configurations share, with a 90%
-    bootstrap over those seeds; the paired gain; the oracle's fraction on its seeds; and
-    how far the twin's returns are from the decoupled runs' on the seeds both ran."""
+def fraction_figures(free: np.ndarray, unaware: np.ndarray, other: np.ndarray) -> dict[str, Any]:
+    """How much of jitter's cost (``free`` - ``unaware``, per seed) ``other`` recovers: on
+    the means, with a 90% bootstrap over the seeds, and the paired gain over ``unaware``."""
+    draws = np.random.default_rng(0).integers(0, len(free), size=(BOOTSTRAP_DRAWS, len(free)))
+    resampled = recovered_fractions(free[draws], unaware[draws], other[draws])
+    gains = other - unaware
+    return {
+        "seeds": len(free),
+        "lost_to_jitter": round(float(free.mean() - unaware.mean()), 2),
+        "recovered_fraction": round(float(recovered_fractions(free, unaware, other)), 3),
+        "bootstrap_90": [round(float(value), 3) for value in np.nanpercentile(resampled, [5, 95])],
+        "paired_gain": round(float(gains.mean()), 2),
+        "paired_gain_standard_error": round(float(gains.std(ddof=1) / np.sqrt(len(free))), 2),
+        "better_on": int(np.sum(gains > 0)),
+    }
+
+
+def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup: bool) -> dict[str, Any]:
+    """What the seeds say: the fraction of jitter's cost the timing features recover
+    (``recovered``) and the oracle does (``oracle``, with the features' fraction on the
+    same seeds), each over the seeds its configurations share; and how far the twin's
+    returns are from the decoupled runs' on the seeds both ran. With ``same_setup`` the
+    decoupled runs' seeds count too (the twin reproduces them: ``reproduces_decoupled``)."""
+    configs = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
+    returns: dict[str, dict[int, float]] = {}
+    for config in configs:
+        theirs = returns_by_seed(decoupled[config]) if same_setup and "returns" in decoupled.get(config, {}) else {}
+        returns[config] = {**theirs, **(returns_by_seed(twin[config]) if config in twin else {})}
+
+    def on_shared_seeds(*names: str) -> list[np.ndarray]:
+        seeds = sorted(set.intersection(*(set(returns[name]) for name in names)))
+        return [np.array([returns[name][seed] for seed in seeds]) for name in names]
+
     figures: dict[str, Any] = {}
-    configs = ("jitter_free", "jitter_unaware", "jitter_aware")
-    if all(config in twin for config in configs):
-        by_seed = [returns_by_seed(twin[config]) for config in configs]
-        seeds = sorted(set.intersection(*(set(returns) for returns in by_seed)))
-        free, unaware, aware = (np.array([returns[seed] for seed in seeds]) for returns in by_seed)
-        draws = np.random.default_rng(0).integers(0, len(seeds), size=(BOOTSTRAP_DRAWS, len(seeds)))
-        resampled = recovered_fractions(free[draws], unaware[draws], aware[draws])
-        gains = aware - unaware
-        figures["recovered"] = {
-            "seeds": len(seeds),
-            "lost_to_jitter": round(float(free.mean() - unaware.mean()), 2),
-            "recovered_fraction": round(float(recovered_fractions(free, unaware, aware)), 3),
-            "bootstrap_90": [round(float(value), 3) for value in np.nanpercentile(resampled, [5, 95])],
-            "paired_gain": round(float(gains.mean()), 2),
-            "paired_gain_standard_error": round(float(gains.std(ddof=1) / np.sqrt(len(seeds))), 2),
-            "aware_better_on": int(np.sum(gains > 0)),
+    free, unaware, aware = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware")
+    if len(free) >= 2:
+        figures["recovered"] = fraction_figures(free, unaware, aware)
+    free, unaware, aware, oracle = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
+    if len(free) >= 2:
+        aware_there = fraction_figures(free, unaware, aware)
+        figures["oracle"] = {
+            **fraction_figures(free, unaware, oracle),
+            "aware_recovered_fraction": aware_there["recovered_fraction"],
         }
-        if "jitter_oracle" in twin:
-            oracle = returns_by_seed(twin["jitter_oracle"])
-            shared = [seed for seed in seeds if seed in oracle]
-            pick = [seeds.index(seed) for seed in shared]
-            fraction = recovered_fractions(free[pick], unaware[pick], np.array([oracle[seed] for seed in shared]))
-            figures["oracle"] = {"seeds": len(shared), "recovered_fraction": round(float(fraction), 3)}
     differences = []
     for config in configs:
-        if config in twin and config in decoupled and "returns" in decoupled[config]:
+        if config in twin and "returns" in decoupled.get(config, {}):
             theirs = returns_by_seed(decoupled[config])
             differences += [
                 abs(ours - theirs[seed]) for seed, ours in returns_by_seed(twin[config]).items() if seed in theirs
@@ -418,7 +433,9 @@ def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]
     for config, runs in run_configs_concurrently(to_run, args, run_twin_seed, TWIN_RUNS_LOG).items():
         added = summarise_runs(config, to_run[config], runs, args.jobs)
         figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
-    twins[key] = {**figures, **twin_statistics(figures, lander), "setup": setup}
+    decoupled_setup = lander.get("setup", {})
+    same_setup = all(decoupled_setup.get(name) == setup[name] for name in ("timesteps", "eval_episodes", "jitter"))
+    twins[key] = {**figures, **twin_statistics(figures, lander, same_setup), "setup": setup}
     return twins
 
 
