@@ -54,6 +54,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,10 @@ def run_seed_alone(task: tuple[str, int, int, int]) -> dict[str, float]:
 
 
 def run_configs_concurrently(
-    seeds_by_config: dict[str, list[int]], args: argparse.Namespace, worker: Any = None, runs_log: Path = RUNS_LOG
+    seeds_by_config: dict[str, list[int]],
+    args: argparse.Namespace,
+    worker: Callable[[tuple[str, int, int, int]], dict[str, float]] | None = None,
+    runs_log: Path = RUNS_LOG,
 ) -> dict[str, list[Any]]:
     """Each configuration's runs of its seeds, ``args.jobs`` at a time, seed by seed (every
     configuration of a seed before the next seed's), by ``worker`` (``run_seed_alone``
@@ -370,9 +374,10 @@ def fraction_figures(free: np.ndarray, unaware: np.ndarray, other: np.ndarray) -
 def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup: bool) -> dict[str, Any]:
     """What the seeds say: the fraction of jitter's cost the timing features recover
     (``recovered``) and the oracle does (``oracle``, with the features' fraction on the
-    same seeds), each over the seeds its configurations share; and how far the twin's
-    returns are from the decoupled runs' on the seeds both ran. With ``same_setup`` the
-    decoupled runs' seeds count too (the twin reproduces them: ``reproduces_decoupled``)."""
+    same seeds), each over the seeds its configurations share. With ``same_setup`` (the
+    decoupled runs' length and evaluation) their seeds count too, and
+    ``reproduces_decoupled`` says how far the twin's returns are from theirs on the seeds
+    both ran."""
     configs = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
     returns: dict[str, dict[int, float]] = {}
     for config in configs:
@@ -395,7 +400,7 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
             "aware_recovered_fraction": aware_there["recovered_fraction"],
         }
     differences = []
-    for config in configs:
+    for config in configs if same_setup else ():
         if config in twin and "returns" in decoupled.get(config, {}):
             theirs = returns_by_seed(decoupled[config])
             differences += [
