@@ -414,18 +414,22 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
     return figures
 
 
-def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
-    """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
-    for the same run length and setup; ``lander``'s ``twin`` with them."""
-    setup = {
+def common_setup(args: argparse.Namespace) -> dict[str, Any]:
+    """What a run's figures depend on, beside its configuration and seed."""
+    return {
         "timesteps": args.timesteps,
         "eval_episodes": args.eval_episodes,
         "frames_per_step": FRAMES_PER_STEP,
         "control_rate_hz": CONTROL_RATE,
         "jitter": JITTER,
-        "jitter_free": JITTER_FREE,
         "torch_threads": 1,
     }
+
+
+def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
+    """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
+    for the same run length and setup; ``lander``'s ``twin`` with them."""
+    setup = {**common_setup(args), "jitter_free": JITTER_FREE}
     twins = dict(lander.get("twin", {}))
     key = str(args.timesteps)
     kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
@@ -499,16 +503,7 @@ def main() -> int:
 
     torch.set_num_threads(1)
     Path("log/bench").mkdir(parents=True, exist_ok=True)
-    setup = {
-        "timesteps": args.timesteps,
-        "eval_episodes": args.eval_episodes,
-        "frames_per_step": FRAMES_PER_STEP,
-        "control_rate_hz": CONTROL_RATE,
-        "jitter": JITTER,
-        "duration_range_s": list(DURATION_RANGE),
-        "duration_choices": DURATION_CHOICES,
-        "torch_threads": 1,
-    }
+    setup = {**common_setup(args), "duration_range_s": list(DURATION_RANGE), "duration_choices": DURATION_CHOICES}
     # A run of some configurations keeps the others' figures when they were measured the
     # same way (the same setup and seeds), and bench/main_job.py's Panda part.
     earlier = json.loads(RESULT.read_text()) if RESULT.exists() else {}
