@@ -1,4 +1,5 @@
-"""RL side of LunarLander: Gymnasium's reward and termination, from what the agent sends."""
+"""RL side of LunarLander: Gymnasium's reward and termination, from what the agent sends;
+and its in-process twins, for comparisons and for many seeds (docs/examples.md)."""
 
 from __future__ import annotations
 
