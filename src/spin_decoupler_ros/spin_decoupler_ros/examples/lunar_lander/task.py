@@ -76,7 +76,7 @@ class LunarLanderEnv(DecoupledEnv):
         return self._terminated
 
     def is_truncated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
-        return bool(answer.observation[transport.FRAMES] >= transport.FRAMES_PER_EPISODE)
+        return transport.out_of_time(answer.observation)
 
     def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:
         return {"frames": int(answer.observation[transport.FRAMES] - self._frames_before)}
@@ -147,7 +147,7 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
         self._plant = transport.LanderPlant()
         self._now_ns = 0  # the agent's simulated time: the last observation's instant
         self._action: int | None = None  # what fires while the learner thinks (None: held)
-        self._duration_ns = 0
+        self._step_ns = frames_per_step * self._period_ns
         self._start = np.zeros(transport.SIZE)
 
     def reset(
@@ -157,7 +157,7 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
         agent_seed = int(self.np_random.integers(0, 2**31 - 1))  # (as DecoupledEnv.prepare_reset draws it)
         self._plant.reset(agent_seed)
         self._gate.new_episode(agent_seed)
-        self._action, self._duration_ns = None, 0
+        self._action = None
         return self._observe(), {}
 
     @property
@@ -179,15 +179,13 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
             for _ in range((start_ns - self._now_ns) // self._period_ns):
                 self._plant.frame(self._action)
         # (in whole ns, as the agent reports them: the same floats)
-        lat_ns = self._duration_ns + start_ns - self._now_ns
+        lat_ns = (0 if self._action is None else self._step_ns) + start_ns - self._now_ns
         for _ in range(self.frames_per_step):
             self._plant.frame(engine)
         self._action = engine
-        self._duration_ns = self.frames_per_step * self._period_ns
-        self._now_ns = start_ns + self._duration_ns
-        info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(self._duration_ns)}
+        self._now_ns = start_ns + self._step_ns
+        info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(self._step_ns)}
         start = self._start
         observation = self._observe()
         reward, terminated = transport.step_reward(start, self._start)
-        truncated = not terminated and self._start[transport.FRAMES] >= transport.FRAMES_PER_EPISODE
-        return observation, reward, terminated, bool(truncated), info
+        return observation, reward, terminated, not terminated and transport.out_of_time(self._start), info

@@ -57,6 +57,11 @@ def ended(observation: np.ndarray) -> bool:
     return bool(observation[CRASHED] or abs(observation[0]) >= 1.0 or observation[ASLEEP])
 
 
+def out_of_time(observation: np.ndarray) -> bool:
+    """Whether the episode has run Gymnasium's 1000 frames (think-time frames count)."""
+    return bool(observation[FRAMES] >= FRAMES_PER_EPISODE)
+
+
 def step_reward(start: np.ndarray, end: np.ndarray) -> tuple[float, bool]:
     """Gymnasium's summed reward over the frames from ``start`` to ``end`` (two agent
     observations), and whether the episode terminated."""
