@@ -54,13 +54,14 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
@@ -78,6 +79,8 @@ CONFIGS = ("inprocess", "none", "jitter_free", "jitter_unaware", "jitter_aware",
 TWIN_CONFIGS = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
 TWIN_RUNS_LOG = Path("log/bench/time_aware_twin_runs.jsonl")
 BOOTSTRAP_DRAWS = 10_000
+EVAL_SEED = 10_000  # evaluation episodes are seeded from here
+Task = tuple[str, int, int, int, tuple[int, ...]]  # config, seed, timesteps, eval episodes, checkpoints
 MODELS = {
     "none": "none",
     "jitter_free": JITTER_FREE,
@@ -88,17 +91,76 @@ MODELS = {
 }
 
 
-def train_and_evaluate(env: Any, seed: int, timesteps: int, eval_episodes: int, label: str = "") -> dict[str, float]:
+def train_and_evaluate(
+    env: Any,
+    seed: int,
+    timesteps: int,
+    eval_episodes: int,
+    label: str = "",
+    checkpoints: Sequence[int] = (),
+    make_env: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
+    """Train PPO for ``timesteps`` and evaluate it; with ``checkpoints`` (and ``make_env``
+    for their evaluations), also the model a run of each of those lengths would have
+    ended with (``EvaluateAtCheckpoints``), under ``checkpoints``."""
+    from stable_baselines3.common.callbacks import CallbackList
+
     from spin_decoupler_ros.examples.lunar_lander.train import evaluate, make_ppo
     from spin_decoupler_ros.rl.training import FreezeGarbageCollector
 
     model = make_ppo(env, seed=seed)
+    at_checkpoints = EvaluateAtCheckpoints(checkpoints, make_env, eval_episodes) if checkpoints else None
+    callbacks = [FreezeGarbageCollector(), *([at_checkpoints] if at_checkpoints else [])]
     started = time.perf_counter()
-    model.learn(total_timesteps=timesteps, callback=FreezeGarbageCollector())
-    wall_s = time.perf_counter() - started
-    mean_return, _ = evaluate(model, env, eval_episodes, seed=10_000)
+    model.learn(total_timesteps=timesteps, callback=CallbackList(callbacks))
+    wall_s = time.perf_counter() - started - (at_checkpoints.evaluating_s if at_checkpoints else 0.0)
+    mean_return, _ = evaluate(model, env, eval_episodes, seed=EVAL_SEED)
     print(f"    {label}seed {seed}: mean return {mean_return:.1f}, {wall_s:.0f} s", flush=True)
-    return {"mean_return": mean_return, "wall_s": wall_s}
+    outcome: dict[str, Any] = {"mean_return": mean_return, "wall_s": wall_s}
+    if at_checkpoints:
+        outcome["checkpoints"] = at_checkpoints.outcomes
+    return outcome
+
+
+class EvaluateAtCheckpoints(BaseCallback):
+    """Evaluates, on an env of its own, the model a run of each checkpoint's length would
+    have ended with: at the start of the first rollout past it, after the training on the
+    rollout that crossed it, where ``learn(checkpoint)`` would have stopped (SB3 collects
+    whole rollouts). PPO's learning rate and clip range are constants here, so the model is
+    that run's, and the training env and the learner's random state are left alone: the
+    figures are those runs' (``run_twin`` compares them where both exist)."""
+
+    def __init__(self, checkpoints: Sequence[int], make_env: Callable[[], Any] | None, eval_episodes: int) -> None:
+        super().__init__()
+        if make_env is None:
+            raise ValueError("checkpoints need make_env: their evaluations must not touch the training env")
+        self.pending = sorted(checkpoints)
+        self.make_env = make_env
+        self.eval_episodes = eval_episodes
+        self.outcomes: dict[str, dict[str, float]] = {}
+        self.evaluating_s = 0.0
+        self._started = time.perf_counter()
+
+    def _on_training_start(self) -> None:
+        self._started = time.perf_counter()
+
+    def _on_rollout_start(self) -> None:
+        from spin_decoupler_ros.examples.lunar_lander.train import evaluate
+
+        while self.pending and self.num_timesteps >= self.pending[0]:
+            checkpoint = self.pending.pop(0)
+            began = time.perf_counter()
+            env = self.make_env()
+            try:
+                mean_return, _ = evaluate(self.model, env, self.eval_episodes, seed=EVAL_SEED)
+            finally:
+                env.close()
+            wall_s = began - self._started - self.evaluating_s
+            self.evaluating_s += time.perf_counter() - began
+            self.outcomes[str(checkpoint)] = {"mean_return": mean_return, "wall_s": wall_s}
+
+    def _on_step(self) -> bool:
+        return True
 
 
 def decoupled_env(config: str, namespace: str) -> Any:
@@ -148,13 +210,21 @@ def twin_env(config: str) -> Any:
     return RevealThinkTime(env) if config == "jitter_oracle" else env
 
 
-def run_twin_seed(task: tuple[str, int, int, int]) -> dict[str, float]:
+def run_twin_seed(task: Task) -> dict[str, Any]:
     """One seed of a configuration on the twin (a ``--jobs`` worker)."""
     import torch
 
-    config, seed, timesteps, eval_episodes = task
+    config, seed, timesteps, eval_episodes, checkpoints = task
     torch.set_num_threads(1)
-    return train_and_evaluate(twin_env(config), seed, timesteps, eval_episodes, label=f"twin {config} ")
+    return train_and_evaluate(
+        twin_env(config),
+        seed,
+        timesteps,
+        eval_episodes,
+        label=f"twin {config} ",
+        checkpoints=checkpoints,
+        make_env=lambda: twin_env(config),
+    )
 
 
 def start_agent(model: str, namespace: str, log_dir: Path) -> Any:
@@ -227,13 +297,13 @@ def train_on_agent(
         env.close()
 
 
-def run_seed_alone(task: tuple[str, int, int, int]) -> dict[str, float]:
-    """One seed (``config, seed, timesteps, eval_episodes``) of a decoupled configuration
+def run_seed_alone(task: Task) -> dict[str, Any]:
+    """One seed (``config, seed, timesteps, eval_episodes``; no checkpoints) of a decoupled configuration
     against an agent of its own (a ``--jobs`` worker: a process of its own, DDS set up by
     its parent)."""
     import torch
 
-    config, seed, timesteps, eval_episodes = task
+    config, seed, timesteps, eval_episodes, _ = task
     torch.set_num_threads(1)
     namespace = f"/lander_{config}_{seed}"
     with start_agent(MODELS[config], namespace, Path("log/bench")):
@@ -243,7 +313,7 @@ def run_seed_alone(task: tuple[str, int, int, int]) -> dict[str, float]:
 def run_configs_concurrently(
     seeds_by_config: dict[str, list[int]],
     args: argparse.Namespace,
-    worker: Callable[[tuple[str, int, int, int]], dict[str, float]] | None = None,
+    worker: Callable[[Task], dict[str, Any]] | None = None,
     runs_log: Path = RUNS_LOG,
 ) -> dict[str, list[Any]]:
     """Each configuration's runs of its seeds, ``args.jobs`` at a time, seed by seed (every
@@ -262,7 +332,8 @@ def run_configs_concurrently(
         multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool,
         runs_log.open("a") as log,
     ):
-        work = [(config, seed, args.timesteps, args.eval_episodes) for config, seed in tasks]
+        checkpoints = tuple(getattr(args, "checkpoints", ()))
+        work = [(config, seed, args.timesteps, args.eval_episodes, checkpoints) for config, seed in tasks]
         for (config, seed), outcome in zip(tasks, pool.imap(worker, work, chunksize=1), strict=True):
             runs[config].append(outcome)
             log.write(json.dumps({"config": config, "seed": seed, **outcome}) + "\n")
@@ -426,25 +497,61 @@ def common_setup(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def twin_setup(args: argparse.Namespace, timesteps: int) -> dict[str, Any]:
+    return {**common_setup(args), "timesteps": timesteps, "jitter_free": JITTER_FREE}
+
+
 def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
     """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
-    for the same run length and setup; ``lander``'s ``twin`` with them."""
-    setup = {**common_setup(args), "jitter_free": JITTER_FREE}
+    for the same run length and setup, and each ``--checkpoints`` length's to its own;
+    ``lander``'s ``twin`` with them. A checkpoint's return for a seed already kept for its
+    length is compared with it (``checkpoints_reproduce``) and not added twice."""
     twins = dict(lander.get("twin", {}))
-    key = str(args.timesteps)
-    kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
+    lengths = [args.timesteps, *sorted(set(args.checkpoints))]
+    kept = {}
+    for length in lengths:
+        earlier = twins.get(str(length), {})
+        kept[length] = earlier if earlier.get("setup") == twin_setup(args, length) else {}
     to_run = {
-        config: [seed for seed in args.seeds if seed not in kept.get(config, {}).get("seeds", [])]
+        config: [seed for seed in args.seeds if seed not in kept[args.timesteps].get(config, {}).get("seeds", [])]
         for config in args.configs
     }
     to_run = {config: seeds for config, seeds in to_run.items() if seeds}
-    figures = {config: value for config, value in kept.items() if config in TWIN_CONFIGS}
-    for config, runs in run_configs_concurrently(to_run, args, run_twin_seed, TWIN_RUNS_LOG).items():
-        added = summarise_runs(config, to_run[config], runs, args.jobs)
-        figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
+    runs = run_configs_concurrently(to_run, args, run_twin_seed, TWIN_RUNS_LOG)
     decoupled_setup = lander.get("setup", {})
-    same_setup = all(decoupled_setup.get(name) == setup[name] for name in ("timesteps", "eval_episodes", "jitter"))
-    twins[key] = {**figures, **twin_statistics(figures, lander, same_setup), "setup": setup}
+    differences = []
+    for length in lengths:
+        figures = {config: value for config, value in kept[length].items() if config in TWIN_CONFIGS}
+        for config, config_runs in runs.items():
+            outcomes = [run if length == args.timesteps else run["checkpoints"][str(length)] for run in config_runs]
+            earlier_returns = returns_by_seed(figures[config]) if config in figures else {}
+            new_seeds, new_outcomes = [], []
+            for seed, outcome in zip(to_run[config], outcomes, strict=True):
+                if seed in earlier_returns:
+                    differences.append(abs(round(outcome["mean_return"], 2) - earlier_returns[seed]))
+                else:
+                    new_seeds.append(seed)
+                    new_outcomes.append(outcome)
+            if new_seeds:
+                added = summarise_runs(config, new_seeds, new_outcomes, args.jobs)
+                figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
+        setup = twin_setup(args, length)
+        same_setup = all(decoupled_setup.get(name) == setup[name] for name in ("timesteps", "eval_episodes", "jitter"))
+        kept_statistics = {key: value for key, value in kept[length].items() if key == "checkpoints_reproduce"}
+        twins[str(length)] = {
+            **figures,
+            **kept_statistics,
+            **twin_statistics(figures, lander, same_setup),
+            "setup": setup,
+        }
+    if differences:
+        earlier = twins[str(args.timesteps)].get(
+            "checkpoints_reproduce", {"runs_compared": 0, "max_return_difference": 0.0}
+        )
+        twins[str(args.timesteps)]["checkpoints_reproduce"] = {
+            "runs_compared": earlier["runs_compared"] + len(differences),
+            "max_return_difference": round(max(earlier["max_return_difference"], *differences), 2),
+        }
     return twins
 
 
@@ -473,6 +580,13 @@ def main() -> int:
         "--twin", action="store_true", help="train the jitter configurations on LunarLanderTwin (see above)"
     )
     parser.add_argument(
+        "--checkpoints",
+        type=int,
+        nargs="+",
+        default=[],
+        help="with --twin: also evaluate each run at these shorter lengths, as runs of their own",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -493,6 +607,11 @@ def main() -> int:
     if refused:
         which = "--twin runs" if args.twin else "without --twin, only"
         parser.error(f"--configs {' '.join(refused)}: {which} {', '.join(allowed)}")
+    if args.checkpoints and not args.twin:
+        parser.error("--checkpoints: only with --twin")
+    wrong = [checkpoint for checkpoint in args.checkpoints if not 0 < checkpoint < args.timesteps]
+    if wrong:
+        parser.error(f"--checkpoints {' '.join(map(str, wrong))}: each must lie between 0 and --timesteps")
     if args.twin:
         return main_twin(args)
     alone_only = [config for config in args.configs if config not in CONCURRENT_OK]
