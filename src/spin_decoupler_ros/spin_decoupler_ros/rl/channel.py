@@ -26,7 +26,7 @@ from rclpy.task import Future
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
-from spin_decoupler_ros.action_clients import drop_orphaned_futures
+from spin_decoupler_ros.action_clients import drop_orphaned_futures, feedback_taker
 from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
@@ -140,6 +140,7 @@ class AgentChannel:
         self.spec: ActionSpec | None = None
         self.offsets = ClockOffsetEstimator()
         self._action_client: ActionClient = ActionClient(node, Episode, join_name(agent_namespace, "episode"))
+        self._take_feedback = feedback_taker(self._action_client)
         self._command_pub = node.create_publisher(StepCommand, join_name(agent_namespace, "step_command"), COMMAND_QOS)
         self._description_sub = node.create_subscription(
             AgentDescription, join_name(agent_namespace, "description"), self._on_description, LATCHED_QOS
@@ -332,6 +333,24 @@ class AgentChannel:
             self._waiting = _Waiting.NOTHING
             return answer
         return None
+
+    @property
+    def can_take_answers(self) -> bool:
+        """Whether ``take_answer`` can take answers here (else spin for them)."""
+        return self._take_feedback is not None
+
+    def take_answer(self) -> bool:
+        """Take a step's answer that has arrived, without an executor (a caller polling for
+        an answer due any moment: ``action_clients.feedback_taker``); then ``poll()`` has
+        it. Other messages (a goal's result, a status) still wait for a spin. Whether a
+        feedback message was taken."""
+        if self._take_feedback is None:
+            return False
+        feedback = self._take_feedback()
+        if feedback is None:
+            return False
+        self._on_feedback(feedback)
+        return True
 
     def waiting_for(self) -> str:
         """What the outstanding wait is, for timeout messages."""

@@ -34,6 +34,9 @@ NAME_SETTLE_S = 2.0
 _UNKNOWN = "_UNKNOWN_"  # (rmw's _NODE_NAME_UNKNOWN_ before a node's name is known)
 # How often a wait asks the graph whether the agent is still there (two misses: gone).
 GRAPH_CHECK_S = 0.25
+# An answer that comes within this fraction of its step's duration came early: the agent
+# computes steps rather than living them (a simulated timing model).
+EARLY_ANSWER_FRACTION = 0.5
 
 
 def init_private_context(args: Sequence[str] | None = None) -> Context:
@@ -99,7 +102,11 @@ class RLClient:
     :param busy_wait: seconds before a step's answer is due during which ``step()``
         polls instead of sleeping (and at most 4x that after). A process that slept
         through a whole action wakes slowly, 0.3-0.5 ms on a VM; polling the last
-        moments costs this much CPU per step and saves most of that. 0 disables it.
+        moments costs this much CPU per step and saves most of that. An answer is due
+        at the end of the step's duration or, where the last one came well before its
+        own (an agent on simulated time), as long after the sending as that one took.
+        Polling takes the answer where it waits, without spinning the executor
+        (``AgentChannel.take_answer``). 0 disables it.
     :param ros_args: command-line arguments whose ``--ros-args`` part configures the
         private node: e.g. ``["--ros-args", "-r", "__ns:=/plant"]`` puts it in the agent's
         namespace, so the agent's relative names resolve without ``agent_namespace``.
@@ -127,6 +134,10 @@ class RLClient:
         self.reset_timeout = reset_timeout
         self.step_timeout_margin = step_timeout_margin
         self.busy_wait = max(0.0, busy_wait)
+        # The last step's round trip, where it came well before its duration was up (an
+        # agent on simulated time answers once it has computed the step): when the next
+        # answer is expected. None: at the end of its duration.
+        self._answered_in: float | None = None
         self._owns_rl_node = rl_node is None
         self.rl_node = rl_node or RLNode(node_name, ros_args, parameter_services)
         self.node = self.rl_node.node
@@ -231,7 +242,11 @@ class RLClient:
                 self.channel.cancel_wait()  # its answer would arrive into the next step
                 raise
         due_in = duration if duration else self.rl_timestep
-        return self._wait(self.step_timeout(duration), f"step {self.channel.seq}", due_in, start=sent)
+        expected_in = self._answered_in if self._answered_in is not None else due_in
+        answer = self._wait(self.step_timeout(duration), f"step {self.channel.seq}", expected_in, start=sent)
+        early = answer.round_trip < EARLY_ANSWER_FRACTION * due_in
+        self._answered_in = answer.round_trip if early else None
+        return answer
 
     def finish(self, timeout: float = 5.0) -> None:
         """End the experiment: the agent ends the episode and holds. Idempotent."""
@@ -272,8 +287,9 @@ class RLClient:
                 seen_gone = seen_gone + 1 if self._agent_left_graph() else 0
                 if seen_gone >= 2:
                     raise self.timed_out(what, now - start, gone=True)
-            if poll_from <= now < poll_until:
-                self.rl_node.spin_once(0.0)  # poll: the answer is due any moment
+            if poll_from <= now < poll_until:  # poll: the answer is due any moment
+                if not self.channel.take_answer() and not self.channel.can_take_answers:
+                    self.rl_node.spin_once(0.0)
                 continue
             remaining = deadline - now
             if remaining <= 0:
