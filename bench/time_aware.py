@@ -5,6 +5,7 @@ models, and learners blind to time against learners that see or choose it.
     ./ws bench time_aware --add-seeds --seeds 3 4 5 --configs jitter_free jitter_unaware jitter_aware
     ./ws bench time_aware --add-seeds --jobs 2 --seeds 6 7 --configs jitter_free jitter_unaware jitter_aware
     ./ws bench time_aware --twin --jobs 2 --seeds 0 1 2 ... [--timesteps 400000]
+    ./ws bench time_aware --twin --jobs 2 --seeds 0 1 --timesteps 1000000 --checkpoints 100000 400000
 
 Configurations, each trained and evaluated once per seed (PPO as bench/lunarlander.py
 runs it, one torch thread):
@@ -39,7 +40,8 @@ enough seeds, or long enough runs, can tell what timing does from how far PPO's 
 spread. It adds ``jitter_oracle``: the timing features and the think time being spent on
 this very decision, which the twin knows and no learner can (``RevealThinkTime``): what
 the most timing in the observation could recover. Its figures go to ``twin``, by run
-length, with a bootstrap over seeds of the recovered fraction.
+length, with a bootstrap over seeds of the recovered fraction; ``--checkpoints`` adds,
+under the run length's ``checkpoints``, the same seeds evaluated part way.
 
 ``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
 configurations only: on simulated time their returns do not depend on the machine's load
@@ -128,7 +130,8 @@ class EvaluateAtCheckpoints(BaseCallback):
     rollout that crossed it, where ``learn(checkpoint)`` would have stopped (SB3 collects
     whole rollouts). PPO's learning rate and clip range are constants here, so the model is
     that run's, and the training env and the learner's random state are left alone: the
-    figures are those runs' (``run_twin`` compares them where both exist)."""
+    figures are those runs' (a 4096-step run's at 2048 steps equal a 2048-step run's, to
+    the digit, on one machine)."""
 
     def __init__(self, checkpoints: Sequence[int], make_env: Callable[[], Any] | None, eval_episodes: int) -> None:
         super().__init__()
@@ -503,56 +506,50 @@ def twin_setup(args: argparse.Namespace, timesteps: int) -> dict[str, Any]:
 
 def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
     """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
-    for the same run length and setup, and each ``--checkpoints`` length's to its own;
-    ``lander``'s ``twin`` with them. A checkpoint's return for a seed already kept for its
-    length is compared with it (``checkpoints_reproduce``) and not added twice."""
+    for the same run length and setup; ``lander``'s ``twin`` with them. ``--checkpoints``
+    go with the run length's figures (``checkpoints``, by length): the same seeds'
+    returns part way, so that how the fraction grows with learning is read on one set of
+    seeds (and on one machine: torch's kernels round differently on other CPUs, so a
+    seed's return is only reproduced on the machine that ran it)."""
     twins = dict(lander.get("twin", {}))
-    lengths = [args.timesteps, *sorted(set(args.checkpoints))]
-    kept = {}
-    for length in lengths:
-        earlier = twins.get(str(length), {})
-        kept[length] = earlier if earlier.get("setup") == twin_setup(args, length) else {}
+    key = str(args.timesteps)
+    setup = {**twin_setup(args, args.timesteps), "checkpoints": sorted(set(args.checkpoints))}
+    if not args.checkpoints:
+        del setup["checkpoints"]
+    kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
     to_run = {
-        config: [seed for seed in args.seeds if seed not in kept[args.timesteps].get(config, {}).get("seeds", [])]
+        config: [seed for seed in args.seeds if seed not in kept.get(config, {}).get("seeds", [])]
         for config in args.configs
     }
     to_run = {config: seeds for config, seeds in to_run.items() if seeds}
     runs = run_configs_concurrently(to_run, args, run_twin_seed, TWIN_RUNS_LOG)
     decoupled_setup = lander.get("setup", {})
-    differences = []
-    for length in lengths:
-        figures = {config: value for config, value in kept[length].items() if config in TWIN_CONFIGS}
-        for config, config_runs in runs.items():
-            outcomes = [run if length == args.timesteps else run["checkpoints"][str(length)] for run in config_runs]
-            earlier_returns = returns_by_seed(figures[config]) if config in figures else {}
-            new_seeds, new_outcomes = [], []
-            for seed, outcome in zip(to_run[config], outcomes, strict=True):
-                if seed in earlier_returns:
-                    differences.append(abs(round(outcome["mean_return"], 2) - earlier_returns[seed]))
-                else:
-                    new_seeds.append(seed)
-                    new_outcomes.append(outcome)
-            if new_seeds:
-                added = summarise_runs(config, new_seeds, new_outcomes, args.jobs)
-                figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
-        setup = twin_setup(args, length)
-        same_setup = all(decoupled_setup.get(name) == setup[name] for name in ("timesteps", "eval_episodes", "jitter"))
-        kept_statistics = {key: value for key, value in kept[length].items() if key == "checkpoints_reproduce"}
-        twins[str(length)] = {
-            **figures,
-            **kept_statistics,
-            **twin_statistics(figures, lander, same_setup),
-            "setup": setup,
-        }
-    if differences:
-        earlier = twins[str(args.timesteps)].get(
-            "checkpoints_reproduce", {"runs_compared": 0, "max_return_difference": 0.0}
-        )
-        twins[str(args.timesteps)]["checkpoints_reproduce"] = {
-            "runs_compared": earlier["runs_compared"] + len(differences),
-            "max_return_difference": round(max(earlier["max_return_difference"], *differences), 2),
-        }
+    same_setup = all(decoupled_setup.get(name) == setup[name] for name in ("timesteps", "eval_episodes", "jitter"))
+    figures = add_runs({k: v for k, v in kept.items() if k in TWIN_CONFIGS}, to_run, runs, args.jobs)
+    entry = {**figures, **twin_statistics(figures, lander, same_setup), "setup": setup}
+    if args.checkpoints:
+        entry["checkpoints"] = {}
+        for checkpoint in setup["checkpoints"]:
+            part_way = {
+                config: [run["checkpoints"][str(checkpoint)] for run in config_runs]
+                for config, config_runs in runs.items()
+            }
+            earlier = kept.get("checkpoints", {}).get(str(checkpoint), {})
+            at = add_runs({k: v for k, v in earlier.items() if k in TWIN_CONFIGS}, to_run, part_way, args.jobs)
+            entry["checkpoints"][str(checkpoint)] = {**at, **twin_statistics(at, lander, False)}
+    twins[key] = entry
     return twins
+
+
+def add_runs(
+    figures: dict[str, Any], seeds: dict[str, list[int]], runs: dict[str, list[Any]], concurrent_runs: int
+) -> dict[str, Any]:
+    """``figures`` (by configuration) with ``runs`` of ``seeds`` joined to them."""
+    figures = dict(figures)
+    for config, config_runs in runs.items():
+        added = summarise_runs(config, seeds[config], config_runs, concurrent_runs)
+        figures[config] = merge_seeds(config, figures[config], added) if config in figures else added
+    return figures
 
 
 def main_twin(args: argparse.Namespace) -> int:
@@ -586,7 +583,7 @@ def main() -> int:
         type=int,
         nargs="+",
         default=[],
-        help="with --twin: also evaluate each run at these shorter lengths, as runs of their own",
+        help="with --twin: also evaluate each run at these shorter lengths (as runs that long would end)",
     )
     parser.add_argument(
         "--jobs",
