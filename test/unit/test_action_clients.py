@@ -60,7 +60,7 @@ def test_this_rclpys_action_client_has_a_taker(ros_domain: dict[str, str]) -> No
     rclpy.init(context=context)
     try:
         node = rclpy.create_node("feedback_taker_test", context=context, start_parameter_services=False)
-        client = ActionClient(node, Episode, "episode")
+        client: ActionClient = ActionClient(node, Episode, "episode")
         take = feedback_taker(client)
         assert take is not None
         assert take() is None
