@@ -513,9 +513,9 @@ def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]
     seed's return is only reproduced on the machine that ran it)."""
     twins = dict(lander.get("twin", {}))
     key = str(args.timesteps)
-    setup = {**twin_setup(args, args.timesteps), "checkpoints": sorted(set(args.checkpoints))}
-    if not args.checkpoints:
-        del setup["checkpoints"]
+    setup = twin_setup(args, args.timesteps)
+    if args.checkpoints:
+        setup["checkpoints"] = sorted(set(args.checkpoints))
     kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
     to_run = {
         config: [seed for seed in args.seeds if seed not in kept.get(config, {}).get("seeds", [])]
