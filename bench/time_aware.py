@@ -335,7 +335,7 @@ def run_configs_concurrently(
         multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool,
         runs_log.open("a") as log,
     ):
-        checkpoints = tuple(getattr(args, "checkpoints", ()))
+        checkpoints = tuple(args.checkpoints)
         work = [(config, seed, args.timesteps, args.eval_episodes, checkpoints) for config, seed in tasks]
         for (config, seed), outcome in zip(tasks, pool.imap(worker, work, chunksize=1), strict=True):
             runs[config].append(outcome)
@@ -500,10 +500,6 @@ def common_setup(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def twin_setup(args: argparse.Namespace, timesteps: int) -> dict[str, Any]:
-    return {**common_setup(args), "timesteps": timesteps, "jitter_free": JITTER_FREE}
-
-
 def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]:
     """``--twin``: the jitter configurations' seeds on the twin, added to the figures kept
     for the same run length and setup; ``lander``'s ``twin`` with them. ``--checkpoints``
@@ -513,7 +509,7 @@ def run_twin(args: argparse.Namespace, lander: dict[str, Any]) -> dict[str, Any]
     seed's return is only reproduced on the machine that ran it)."""
     twins = dict(lander.get("twin", {}))
     key = str(args.timesteps)
-    setup = twin_setup(args, args.timesteps)
+    setup = {**common_setup(args), "jitter_free": JITTER_FREE}
     if args.checkpoints:
         setup["checkpoints"] = sorted(set(args.checkpoints))
     kept = twins.get(key, {}) if twins.get(key, {}).get("setup") == setup else {}
