@@ -40,7 +40,8 @@ enough seeds, or long enough runs, can tell what timing does from how far PPO's 
 spread. It adds ``jitter_oracle``: the timing features and the think time being spent on
 this very decision, which the twin knows and no learner can (``RevealThinkTime``): what
 the most timing in the observation could recover. Its figures go to ``twin``, by run
-length, with a bootstrap over seeds of the recovered fraction; ``--checkpoints`` adds,
+length, with a bootstrap over seeds of the fraction each of ``jitter_aware``
+(``recovered``), ``jitter_variable_duration`` and ``jitter_oracle`` recovers; ``--checkpoints`` adds,
 under the run length's ``checkpoints``, the same seeds evaluated part way.
 
 ``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
@@ -78,7 +79,7 @@ DURATION_RANGE = (0.001, 0.008)  # 1 to 8 frames
 DURATION_CHOICES = 8
 CONCURRENT_OK = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
 CONFIGS = ("inprocess", "none", "jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
-TWIN_CONFIGS = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
+TWIN_CONFIGS = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration", "jitter_oracle")
 TWIN_RUNS_LOG = Path("log/bench/time_aware_twin_runs.jsonl")
 BOOTSTRAP_DRAWS = 10_000
 EVAL_SEED = 10_000  # evaluation episodes are seeded from here
@@ -207,8 +208,11 @@ def twin_env(config: str) -> Any:
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderTwin
     from spin_decoupler_ros.rl.time_aware import TimingInObservation
 
-    env: Any = LunarLanderTwin(FRAMES_PER_STEP, MODELS[config], CONTROL_RATE)
-    if config in ("jitter_aware", "jitter_oracle"):
+    choosing: dict[str, Any] = {}
+    if config == "jitter_variable_duration":
+        choosing = {"duration_range": DURATION_RANGE, "duration_choices": DURATION_CHOICES}
+    env: Any = LunarLanderTwin(FRAMES_PER_STEP, MODELS[config], CONTROL_RATE, **choosing)
+    if config in ("jitter_aware", "jitter_variable_duration", "jitter_oracle"):
         env = TimingInObservation(env)
     return RevealThinkTime(env) if config == "jitter_oracle" else env
 
@@ -447,12 +451,13 @@ def fraction_figures(free: np.ndarray, unaware: np.ndarray, other: np.ndarray) -
 
 def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup: bool) -> dict[str, Any]:
     """What the seeds say: the fraction of jitter's cost the timing features recover
-    (``recovered``) and the oracle does (``oracle``, with the features' fraction on the
-    same seeds), each over the seeds its configurations share. With ``same_setup`` (the
+    (``recovered``), the policy choosing its durations as well does
+    (``variable_duration``) and the oracle does (``oracle``, with the features' fraction
+    on the same seeds), each over the seeds its configurations share. With ``same_setup`` (the
     decoupled runs' length and evaluation) their seeds count too, and
     ``reproduces_decoupled`` says how far the twin's returns are from theirs on the seeds
     both ran."""
-    configs = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
+    configs = TWIN_CONFIGS
     returns: dict[str, dict[int, float]] = {}
     for config in configs:
         theirs = returns_by_seed(decoupled[config]) if same_setup and "returns" in decoupled.get(config, {}) else {}
@@ -466,6 +471,9 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
     free, unaware, aware = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware")
     if len(free) >= 2:
         figures["recovered"] = fraction_figures(free, unaware, aware)
+    free, unaware, choosing = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_variable_duration")
+    if len(free) >= 2:
+        figures["variable_duration"] = fraction_figures(free, unaware, choosing)
     free, unaware, aware, oracle = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
     if len(free) >= 2:
         aware_there = fraction_figures(free, unaware, aware)
@@ -557,7 +565,8 @@ def main_twin(args: argparse.Namespace) -> int:
     recorded = earlier.get("lunarlander", {})
     twin = run_twin(args, recorded)
     figures = twin[str(args.timesteps)]
-    print(json.dumps({key: figures[key] for key in ("recovered", "oracle", "reproduces_decoupled") if key in figures}))
+    summary = ("recovered", "variable_duration", "oracle", "reproduces_decoupled")
+    print(json.dumps({key: figures[key] for key in summary if key in figures}))
     # Only ``twin`` is this run's: whatever else was written while it ran (hours) is kept.
     latest = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     latest.pop("machine", None)

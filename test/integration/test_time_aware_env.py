@@ -162,18 +162,28 @@ def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tm
         env.close()
 
 
-def test_the_twin_is_the_decoupled_lander_under_jitter(processes: ProcessGroup, tmp_path: Path) -> None:
+@pytest.mark.parametrize("duration_choices", [0, 8], ids=["fixed_durations", "chosen_durations"])
+def test_the_twin_is_the_decoupled_lander_under_jitter(
+    processes: ProcessGroup, tmp_path: Path, duration_choices: int
+) -> None:
     """``LunarLanderTwin`` against a real LunarLander agent under a lognormal think time,
     the same seed and actions over three episodes (the first seeded, as SB3 does): the
-    same observations, rewards, episode ends, LAT and durations, to the bit; and the think
-    time the twin reveals (``upcoming_think_s``) is the one the next step's LAT shows.
-    bench/time_aware.py --twin counts on it."""
+    same observations, rewards, episode ends, LAT and durations, to the bit, with fixed
+    durations and with durations the actions choose; and the think time the twin reveals
+    (``upcoming_think_s``) is the one the next step's LAT shows. bench/time_aware.py
+    --twin counts on it."""
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv, LunarLanderTwin
 
     model = "lognormal:0.002,0.008"
     params = {"control_rate": 1000.0, "rl_timestep": 0.004, "timing_model": model}
     start_node(processes, LANDER, tmp_path, namespace="/twin", params=params, label="lander")
-    actions = np.random.default_rng(7).integers(0, 4, size=60)
+    choosing: dict[str, Any] = (
+        {"duration_range": (0.001, 0.008), "duration_choices": duration_choices} if duration_choices else {}
+    )
+    rng = np.random.default_rng(7)
+    actions = list(zip(rng.integers(0, 4, size=60), rng.integers(0, max(duration_choices, 1), size=60), strict=True))
+
+    drawn: list[float] = []  # the twin's think times
 
     def play(env: Any) -> list[tuple[Any, ...]]:
         trace: list[tuple[Any, ...]] = []
@@ -182,20 +192,25 @@ def test_the_twin_is_the_decoupled_lander_under_jitter(processes: ProcessGroup, 
             trace.append((observation.tolist(),))
             for action in actions:
                 think = getattr(env, "upcoming_think_s", None)
-                observation, reward, terminated, truncated, info = env.step(int(action))
+                observation, reward, terminated, truncated, info = env.step(
+                    np.array(action) if duration_choices else int(action[0])
+                )
                 trace.append((observation.tolist(), reward, terminated, truncated, info["lat"], info["duration"]))
                 if think is not None:  # (the twin: the think time it drew is the one LAT shows)
+                    drawn.append(think)
                     assert info["lat"] - (trace[-2][-1] if len(trace[-2]) > 1 else 0.0) == pytest.approx(think)
                 if terminated or truncated:
                     break
         return trace
 
-    twin = play(LunarLanderTwin(4, model))
-    env = LunarLanderEnv("/twin", client_options={"connect_timeout": 20})
+    twin = play(LunarLanderTwin(4, model, **choosing))
+    env = LunarLanderEnv("/twin", client_options={"connect_timeout": 20}, **choosing)
     try:
         decoupled = play(env)
     finally:
         env.close()
     assert len(twin) > 3 * 5
-    assert any(step[-2] > 0.0045 for step in twin[1:] if len(step) > 1)  # (a think time ran: lat > duration)
+    assert len(set(drawn)) > 3  # (think times ran, and varied)
+    if duration_choices:  # (the durations were the chosen ones, and more than one)
+        assert len({step[-1] for step in twin if len(step) > 1}) > 3
     assert twin == decoupled

@@ -98,8 +98,18 @@ def test_the_twin_passes_both_env_checkers_and_refuses_wall_time() -> None:
 
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderTwin
 
-    twin = LunarLanderTwin(4, "lognormal:0.002,0.008")
-    gymnasium_check_env(twin, skip_render_check=True)
-    sb3_check_env(twin)
+    for twin in (
+        LunarLanderTwin(4, "lognormal:0.002,0.008"),
+        LunarLanderTwin(4, "lognormal:0.002,0.008", duration_range=(0.001, 0.008), duration_choices=8),
+    ):
+        gymnasium_check_env(twin, skip_render_check=True)
+        sb3_check_env(twin)
     with pytest.raises(ValueError, match="'wall' has no twin"):
         LunarLanderTwin(4, "wall")
+    for half_choice in (
+        {"duration_choices": 8},
+        {"duration_range": (0.001, 0.008)},
+        {"duration_choices": 1, "duration_range": (0.001, 0.008)},
+    ):
+        with pytest.raises(ValueError, match="choosing durations needs both"):
+            LunarLanderTwin(4, "none", **half_choice)  # type: ignore[arg-type]

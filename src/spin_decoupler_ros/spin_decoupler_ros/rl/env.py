@@ -51,6 +51,13 @@ def _records_its_arguments(init: Callable[..., None]) -> Callable[..., None]:
     return recording_init
 
 
+def chosen_duration(choice: float, duration_range: tuple[float, float]) -> float:
+    """The step duration (s) an action's duration element asks for: ``choice`` in
+    [-1, 1] (clipped) linearly onto ``duration_range``."""
+    d_min, d_max = duration_range
+    return d_min + (float(np.clip(choice, -1.0, 1.0)) + 1.0) * 0.5 * (d_max - d_min)
+
+
 class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     """A Gymnasium env over an agent node: ``reset()`` is an Episode goal, ``step()`` a
     StepCommand answered by the agent's observation after the action ran for its duration.
@@ -325,9 +332,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         """The agent's part of an env action, and the step duration it asks for."""
         if self.duration_range is None:
             return action, self.step_duration
-        d_min, d_max = self.duration_range
-        choice = float(np.clip(action[-1], -1.0, 1.0))
-        return action[:-1], d_min + (choice + 1.0) * 0.5 * (d_max - d_min)
+        return action[:-1], chosen_duration(float(action[-1]), self.duration_range)
 
     def close(self) -> None:
         """Finish the experiment on the agent side (it holds) and release ROS resources."""

@@ -11,9 +11,16 @@ from gymnasium import spaces
 
 from spin_decoupler_ros.conversions import duration_to_ns
 from spin_decoupler_ros.core.think_time import TimingModel, WorldGate
-from spin_decoupler_ros.core.timing import NS_PER_S, ns_to_seconds, seconds_to_ns
+from spin_decoupler_ros.core.timing import NS_PER_S, ns_to_seconds, periods_for, seconds_to_ns
 from spin_decoupler_ros.examples.lunar_lander import transport
 from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
+from spin_decoupler_ros.rl.env import chosen_duration
+
+
+def duration_element(choice: int, duration_choices: int) -> float:
+    """The duration element (in [-1, 1], ``DecoupledEnv``'s) of the ``choice``-th of
+    ``duration_choices`` durations spread evenly over the range."""
+    return -1.0 + 2.0 * choice / (duration_choices - 1)
 
 
 class LunarLanderEnv(DecoupledEnv):
@@ -59,7 +66,7 @@ class LunarLanderEnv(DecoupledEnv):
         if not self.duration_choices:
             return np.array([float(int(action))])
         engine, choice = (int(value) for value in np.asarray(action).reshape(-1))
-        return np.array([float(engine), -1.0 + 2.0 * choice / (self.duration_choices - 1)])  # [-1, 1]: the range
+        return np.array([float(engine), duration_element(choice, self.duration_choices)])
 
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
         if answer.seq == 0:  # the reset observation: the first step's reward starts here
@@ -111,7 +118,7 @@ class FrameSkipLunarLander(gym.Wrapper):
         return observation, total, terminated, truncated, info
 
 
-class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
+class LunarLanderTwin(gym.Env[np.ndarray, Any]):
     """``LunarLanderEnv`` against its agent (self-clocked at ``control_rate``, a frame a
     tick) under a simulated timing model, in one process: the same plant and reward
     (``transport``), the same think times (the agent's ``WorldGate``, seeded as the agent
@@ -123,13 +130,28 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
     As on the agent: after a reset the lander is held until the first action, which
     starts after the think time drawn at the reset observation; after each step the
     action fires on for the think time drawn at its observation, then the next starts.
-    Durations are fixed (``frames_per_step``); under ``none`` this is
-    ``FrameSkipLunarLander`` with the agent's rounding of the reward.
+    Durations are ``frames_per_step``, or, with ``duration_choices`` and a
+    ``duration_range``, chosen as ``LunarLanderEnv``'s are (the same action space, the
+    same duration, rounded to whole frames as the agent does); under ``none`` with fixed
+    durations this is ``FrameSkipLunarLander`` with the agent's rounding of the reward.
     """
 
-    def __init__(self, frames_per_step: int, timing_model: str = "none", control_rate: float = 1000.0) -> None:
+    def __init__(
+        self,
+        frames_per_step: int,
+        timing_model: str = "none",
+        control_rate: float = 1000.0,
+        *,
+        duration_range: tuple[float, float] | None = None,
+        duration_choices: int = 0,
+    ) -> None:
         from gymnasium.envs.box2d.lunar_lander import LunarLander
 
+        if bool(duration_choices) != (duration_range is not None) or duration_choices == 1:
+            raise ValueError(
+                f"duration_choices={duration_choices} and duration_range={duration_range}: choosing durations "
+                "needs both, and at least 2 choices"
+            )
         model = TimingModel.parse(timing_model)
         if not model.simulated:
             raise ValueError("timing model 'wall' has no twin: its think times are the machine's, not a model's")
@@ -140,14 +162,17 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
         reference = LunarLander()
         self.observation_space = reference.observation_space
         reference.close()
-        self.action_space = spaces.Discrete(4)
+        self.action_space = spaces.MultiDiscrete([4, duration_choices]) if duration_choices else spaces.Discrete(4)
         self.frames_per_step = frames_per_step
+        self.duration_range = duration_range
+        self.duration_choices = duration_choices
         self._period_ns = round(NS_PER_S / control_rate)
         self._gate = WorldGate(model, self._period_ns)
         self._plant = transport.LanderPlant()
         self._now_ns = 0  # the agent's simulated time: the last observation's instant
         self._action: int | None = None  # what fires while the learner thinks (None: held)
         self._step_ns = frames_per_step * self._period_ns
+        self._last_step_ns = 0  # the last step's executed duration (0 after a reset)
         self._start = np.zeros(transport.SIZE)
 
     def reset(
@@ -158,6 +183,7 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
         self._plant.reset(agent_seed)
         self._gate.new_episode(agent_seed)
         self._action = None
+        self._last_step_ns = 0
         return self._observe(), {}
 
     @property
@@ -172,19 +198,29 @@ class LunarLanderTwin(gym.Env[np.ndarray, np.int64]):
         self._start = self._plant.transported()
         return self._start[transport.OBSERVATION].astype(np.float32)
 
+    def _engine_and_duration_ns(self, action: Any) -> tuple[int, int]:
+        """The engine an action fires and the duration it runs (ns, whole frames)."""
+        if not self.duration_choices:
+            return int(action), self._step_ns
+        assert self.duration_range is not None
+        engine, choice = (int(value) for value in np.asarray(action).reshape(-1))
+        duration_s = chosen_duration(duration_element(choice, self.duration_choices), self.duration_range)
+        return engine, periods_for(seconds_to_ns(duration_s), self._period_ns) * self._period_ns
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        engine = int(action)
+        engine, step_ns = self._engine_and_duration_ns(action)
         start_ns = self._gate.start_ns(self._now_ns)  # (the learner answers at once: the model's think time)
         if self._action is not None:
             for _ in range((start_ns - self._now_ns) // self._period_ns):
                 self._plant.frame(self._action)
         # (in whole ns, as the agent reports them: the same floats)
-        lat_ns = (0 if self._action is None else self._step_ns) + start_ns - self._now_ns
-        for _ in range(self.frames_per_step):
+        lat_ns = self._last_step_ns + start_ns - self._now_ns
+        for _ in range(step_ns // self._period_ns):
             self._plant.frame(engine)
         self._action = engine
-        self._now_ns = start_ns + self._step_ns
-        info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(self._step_ns)}
+        self._last_step_ns = step_ns
+        self._now_ns = start_ns + step_ns
+        info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(step_ns)}
         start = self._start
         observation = self._observe()
         reward, terminated = transport.step_reward(start, self._start)
