@@ -41,8 +41,9 @@ spread. It adds ``jitter_oracle``: the timing features and the think time being 
 this very decision, which the twin knows and no learner can (``RevealThinkTime``): what
 the most timing in the observation could recover. Its figures go to ``twin``, by run
 length, with a bootstrap over seeds of the fraction each of ``jitter_aware``
-(``recovered``), ``jitter_variable_duration`` and ``jitter_oracle`` recovers; ``--checkpoints`` adds,
-under the run length's ``checkpoints``, the same seeds evaluated part way.
+(``recovered``), ``jitter_variable_duration`` and ``jitter_oracle`` recovers;
+``--checkpoints`` adds, under the run length's ``checkpoints``, the same seeds evaluated
+part way.
 
 ``--jobs N`` runs N seeds at once, each against an agent of its own, for the jitter
 configurations only: on simulated time their returns do not depend on the machine's load
@@ -453,13 +454,12 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
     """What the seeds say: the fraction of jitter's cost the timing features recover
     (``recovered``), the policy choosing its durations as well does
     (``variable_duration``) and the oracle does (``oracle``, with the features' fraction
-    on the same seeds), each over the seeds its configurations share. With ``same_setup`` (the
-    decoupled runs' length and evaluation) their seeds count too, and
+    on the same seeds), each over the seeds its configurations share. With
+    ``same_setup`` (the decoupled runs' length and evaluation) their seeds count too, and
     ``reproduces_decoupled`` says how far the twin's returns are from theirs on the seeds
     both ran."""
-    configs = TWIN_CONFIGS
     returns: dict[str, dict[int, float]] = {}
-    for config in configs:
+    for config in TWIN_CONFIGS:
         theirs = returns_by_seed(decoupled[config]) if same_setup and "returns" in decoupled.get(config, {}) else {}
         returns[config] = {**theirs, **(returns_by_seed(twin[config]) if config in twin else {})}
 
@@ -482,7 +482,7 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
             "aware_recovered_fraction": aware_there["recovered_fraction"],
         }
     differences = []
-    for config in configs if same_setup else ():
+    for config in TWIN_CONFIGS if same_setup else ():
         if config in twin and "returns" in decoupled.get(config, {}):
             theirs = returns_by_seed(decoupled[config])
             differences += [
