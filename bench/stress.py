@@ -78,6 +78,7 @@ TESTS = (
     "test/integration/test_time_aware_env.py::test_the_learners_work_runs_while_the_agent_acts",
     "test/integration/test_executors.py::test_an_agent_waiting_for_its_learner_takes_no_cpu",
     DECOUPLER + "test_a_running_episode_is_an_executing_goal_until_it_ends",
+    DECOUPLER + "test_a_step_answer_is_taken_while_polling",
 )
 COLUMNS = ("idle", "busy_core")
 PR_SET_PDEATHSIG = 1
