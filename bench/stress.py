@@ -79,6 +79,7 @@ TESTS = (
     "test/integration/test_executors.py::test_an_agent_waiting_for_its_learner_takes_no_cpu",
     DECOUPLER + "test_a_running_episode_is_an_executing_goal_until_it_ends",
     DECOUPLER + "test_a_step_answer_is_taken_while_polling",
+    "test/integration/test_panda.py::test_the_panda_refuses_a_then_action",
 )
 COLUMNS = ("idle", "busy_core")
 PR_SET_PDEATHSIG = 1

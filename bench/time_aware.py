@@ -17,6 +17,9 @@ runs it, one torch thread):
     jitter_unaware            decoupled under JITTER, the lander's observation alone
     jitter_aware              ... with the timing features (``TimingInObservation``)
     jitter_variable_duration  ... and the policy choosing 1-8 frames per step as well
+    jitter_then_action        ... the timing features, and the policy choosing the engine
+                              that fires while it thinks (``then_action``) as well
+    jitter_unaware_then_action  ... that choice without the timing features
 
 The agent is the LunarLander node, self-clocked at 1 kHz (a frame per millisecond of its
 simulated time), so JITTER's think times are frames the last action keeps firing: a
@@ -41,7 +44,8 @@ spread. It adds ``jitter_oracle``: the timing features and the think time being 
 this very decision, which the twin knows and no learner can (``RevealThinkTime``): what
 the most timing in the observation could recover. Its figures go to ``twin``, by run
 length, with a bootstrap over seeds of the fraction each of ``jitter_aware``
-(``recovered``), ``jitter_variable_duration`` and ``jitter_oracle`` recovers;
+(``recovered``), ``jitter_variable_duration``, ``jitter_then_action``,
+``jitter_unaware_then_action`` and ``jitter_oracle`` recovers;
 ``--checkpoints`` adds, under the run length's ``checkpoints``, the same seeds evaluated
 part way.
 
@@ -78,9 +82,18 @@ JITTER = "lognormal:0.002,0.008"
 JITTER_FREE = "fixed:0.002"  # JITTER's median, every time
 DURATION_RANGE = (0.001, 0.008)  # 1 to 8 frames
 DURATION_CHOICES = 8
-CONCURRENT_OK = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
-CONFIGS = ("inprocess", "none", "jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration")
-TWIN_CONFIGS = ("jitter_free", "jitter_unaware", "jitter_aware", "jitter_variable_duration", "jitter_oracle")
+JITTER_CONFIGS = (
+    "jitter_free",
+    "jitter_unaware",
+    "jitter_aware",
+    "jitter_variable_duration",
+    "jitter_then_action",
+    "jitter_unaware_then_action",
+)
+CONCURRENT_OK = JITTER_CONFIGS
+CONFIGS = ("inprocess", "none", *JITTER_CONFIGS)
+TWIN_CONFIGS = (*JITTER_CONFIGS, "jitter_oracle")
+TIMED_CONFIGS = ("jitter_aware", "jitter_variable_duration", "jitter_then_action", "jitter_oracle")
 TWIN_RUNS_LOG = Path("log/bench/time_aware_twin_runs.jsonl")
 BOOTSTRAP_DRAWS = 10_000
 EVAL_SEED = 10_000  # evaluation episodes are seeded from here
@@ -91,6 +104,8 @@ MODELS = {
     "jitter_unaware": JITTER,
     "jitter_aware": JITTER,
     "jitter_variable_duration": JITTER,
+    "jitter_then_action": JITTER,
+    "jitter_unaware_then_action": JITTER,
     "jitter_oracle": JITTER,
 }
 
@@ -172,17 +187,16 @@ def decoupled_env(config: str, namespace: str) -> Any:
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
     from spin_decoupler_ros.rl.time_aware import TimingInObservation
 
-    client_options = {"connect_timeout": 30}
+    env = LunarLanderEnv(namespace, **choosing(config), client_options={"connect_timeout": 30})
+    return TimingInObservation(env) if config in TIMED_CONFIGS else env
+
+
+def choosing(config: str) -> dict[str, Any]:
+    """What a configuration's policy chooses beside its engine (``LunarLanderEnv``'s and
+    ``LunarLanderTwin``'s arguments)."""
     if config == "jitter_variable_duration":
-        env = LunarLanderEnv(
-            namespace,
-            duration_range=DURATION_RANGE,
-            duration_choices=DURATION_CHOICES,
-            client_options=client_options,
-        )
-    else:
-        env = LunarLanderEnv(namespace, client_options=client_options)
-    return TimingInObservation(env) if config in ("jitter_aware", "jitter_variable_duration") else env
+        return {"duration_range": DURATION_RANGE, "duration_choices": DURATION_CHOICES}
+    return {"then_action": True} if config in ("jitter_then_action", "jitter_unaware_then_action") else {}
 
 
 class RevealThinkTime(gym.ObservationWrapper):  # type: ignore[type-arg]
@@ -209,11 +223,8 @@ def twin_env(config: str) -> Any:
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderTwin
     from spin_decoupler_ros.rl.time_aware import TimingInObservation
 
-    choosing: dict[str, Any] = {}
-    if config == "jitter_variable_duration":
-        choosing = {"duration_range": DURATION_RANGE, "duration_choices": DURATION_CHOICES}
-    env: Any = LunarLanderTwin(FRAMES_PER_STEP, MODELS[config], CONTROL_RATE, **choosing)
-    if config in ("jitter_aware", "jitter_variable_duration", "jitter_oracle"):
+    env: Any = LunarLanderTwin(FRAMES_PER_STEP, MODELS[config], CONTROL_RATE, **choosing(config))
+    if config in TIMED_CONFIGS:
         env = TimingInObservation(env)
     return RevealThinkTime(env) if config == "jitter_oracle" else env
 
@@ -453,11 +464,12 @@ def fraction_figures(free: np.ndarray, unaware: np.ndarray, other: np.ndarray) -
 def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup: bool) -> dict[str, Any]:
     """What the seeds say: the fraction of jitter's cost the timing features recover
     (``recovered``), the policy choosing its durations as well does
-    (``variable_duration``) and the oracle does (``oracle``, with the features' fraction
-    on the same seeds), each over the seeds its configurations share. With
-    ``same_setup`` (the decoupled runs' length and evaluation) their seeds count too, and
-    ``reproduces_decoupled`` says how far the twin's returns are from theirs on the seeds
-    both ran."""
+    (``variable_duration``), the policy choosing what fires while it thinks does, with
+    the features (``then_action``) and without (``unaware_then_action``), and the
+    oracle does (``oracle``, with the features' fraction on the same seeds), each over
+    the seeds its configurations share. With ``same_setup`` (the decoupled runs' length
+    and evaluation) their seeds count too, and ``reproduces_decoupled`` says how far the
+    twin's returns are from theirs on the seeds both ran."""
     returns: dict[str, dict[int, float]] = {}
     for config in TWIN_CONFIGS:
         theirs = returns_by_seed(decoupled[config]) if same_setup and "returns" in decoupled.get(config, {}) else {}
@@ -471,9 +483,14 @@ def twin_statistics(twin: dict[str, Any], decoupled: dict[str, Any], same_setup:
     free, unaware, aware = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware")
     if len(free) >= 2:
         figures["recovered"] = fraction_figures(free, unaware, aware)
-    free, unaware, choosing = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_variable_duration")
-    if len(free) >= 2:
-        figures["variable_duration"] = fraction_figures(free, unaware, choosing)
+    for config, name in (
+        ("jitter_variable_duration", "variable_duration"),
+        ("jitter_then_action", "then_action"),
+        ("jitter_unaware_then_action", "unaware_then_action"),
+    ):
+        free, unaware, other = on_shared_seeds("jitter_free", "jitter_unaware", config)
+        if len(free) >= 2:
+            figures[name] = fraction_figures(free, unaware, other)
     free, unaware, aware, oracle = on_shared_seeds("jitter_free", "jitter_unaware", "jitter_aware", "jitter_oracle")
     if len(free) >= 2:
         aware_there = fraction_figures(free, unaware, aware)
@@ -565,7 +582,7 @@ def main_twin(args: argparse.Namespace) -> int:
     recorded = earlier.get("lunarlander", {})
     twin = run_twin(args, recorded)
     figures = twin[str(args.timesteps)]
-    summary = ("recovered", "variable_duration", "oracle", "reproduces_decoupled")
+    summary = ("recovered", "variable_duration", "then_action", "unaware_then_action", "oracle", "reproduces_decoupled")
     print(json.dumps({key: figures[key] for key in summary if key in figures}))
     # Only ``twin`` is this run's: whatever else was written while it ran (hours) is kept.
     latest = json.loads(RESULT.read_text()) if RESULT.exists() else {}

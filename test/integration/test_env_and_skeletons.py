@@ -13,8 +13,10 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from helpers import start_node, start_panda_agent, start_panda_mock
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
+from spin_decoupler_ros.core.errors import ActionSpaceError
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
 from spin_decoupler_ros.rl import DecoupledEnv
+from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
 from spin_decoupler_ros.skeletons.skeleton_env import SkeletonEnv
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
@@ -79,6 +81,49 @@ def test_policy_chosen_durations(plant: None) -> None:
         assert long["duration"] == pytest.approx(0.1, abs=0.004)
     finally:
         env.close()
+
+
+def test_policy_chosen_then_actions(plant: None) -> None:
+    """``then_action=True``: the agent's box twice, then the duration element; a then_action
+    the agent's box refuses is named before anything is sent; a VecEnv of such envs sends
+    each env's then_action with its action."""
+    env = DecoupledEnv(then_action=True, duration_range=(0.02, 0.1), client_options={"connect_timeout": 20})
+    try:
+        assert env.client.description.takes_then_action
+        assert env.action_space.shape == (3,)
+        request = env.prepare_step(np.array([0.5, -0.5, 1.0], dtype=np.float32))
+        np.testing.assert_array_equal(request.action, [0.5])
+        np.testing.assert_array_equal(request.then_action, [-0.5])
+        assert request.duration == pytest.approx(0.1)
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(np.array([0.5, -0.5, 1.0], dtype=np.float32))
+        assert info["duration"] == pytest.approx(0.1, abs=0.004)
+        with pytest.raises(ActionSpaceError, match="then_action: action has 2 values"):
+            env.client.step([0.5], then_action=[0.1, 0.2])
+        _, _, _, _, info = env.step(np.array([0.5, -0.5, -1.0], dtype=np.float32))
+        assert info["seq"] == 2
+    finally:
+        env.close()
+    venv = DecoupledVecEnv(lambda client: DecoupledEnv(client=client, then_action=True), [""])
+    try:
+        assert venv.action_space.shape == (2,)
+        venv.reset()
+        channel = venv.clients[0].channel
+        sent: list[tuple[Any, ...]] = []
+        send_step = channel.send_step
+
+        def recording_send_step(*args: Any) -> None:
+            sent.append(args)
+            send_step(*args)
+
+        channel.send_step = recording_send_step  # type: ignore[method-assign, assignment]
+        _, _, _, (info,) = venv.step(np.array([[0.5, -0.5]], dtype=np.float32))
+        assert info["seq"] == 1
+        ((action, _, then_action),) = sent
+        np.testing.assert_array_equal(action, [0.5])
+        np.testing.assert_array_equal(then_action, [-0.5])
+    finally:
+        venv.close()
 
 
 def test_skeleton_env_and_agent_work_together(skeleton: None) -> None:

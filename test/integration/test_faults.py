@@ -87,6 +87,7 @@ class RogueClient:
         kind: int = StepCommand.STEP,
         episode: bytes | None = None,
         duration: tuple[int, int] = (0, 0),
+        then_action: list[float] | None = None,
     ) -> None:
         """A command signed under this client's episode key, as its owner sends it."""
         self._answered = len(self.feedback)  # answer() waits for one that comes after this
@@ -96,7 +97,9 @@ class RogueClient:
         msg.episode_id.uuid = np.frombuffer(uuid, dtype=np.uint8)
         msg.action = action
         msg.duration.sec, msg.duration.nanosec = duration
-        tag = command_tag(self.key, kind, uuid, seq, np.asarray(action, dtype=np.float64), *duration)
+        then = np.asarray(then_action or [], dtype=np.float64)
+        msg.then_action = then.tolist()
+        tag = command_tag(self.key, kind, uuid, seq, np.asarray(action, dtype=np.float64), *duration, then)
         msg.tag = array.array("B", tag)
         self.commands.publish(msg)
 
@@ -131,21 +134,23 @@ def rogue(processes: ProcessGroup, tmp_path: Path) -> Iterator[RogueClient]:
 
 
 @pytest.mark.parametrize(
-    ("action", "error"),
+    ("action", "then_action", "error"),
     [
-        ([0.5, 0.5, 0.5], "action has 3 values, the agent expects 1"),
-        ([float("nan")], "action[0] is nan: actions must be finite"),
-        ([float("inf")], "action[0] is inf: actions must be finite"),
-        ([3.0], "action[0] = 3 is outside [-1, 1] and clip_actions is false"),
+        ([0.5, 0.5, 0.5], None, "action has 3 values, the agent expects 1"),
+        ([float("nan")], None, "action[0] is nan: actions must be finite"),
+        ([float("inf")], None, "action[0] is inf: actions must be finite"),
+        ([3.0], None, "action[0] = 3 is outside [-1, 1] and clip_actions is false"),
+        ([0.5], [0.5, 0.5], "step 2's then_action: action has 2 values, the agent expects 1"),
+        ([0.5], [float("nan")], "step 2's then_action: action[0] is nan"),
     ],
 )
 def test_bad_actions_are_rejected_by_name_and_never_applied(
-    rogue: RogueClient, action: list[float], error: str
+    rogue: RogueClient, action: list[float], then_action: list[float] | None, error: str
 ) -> None:
     assert rogue.reset()
     rogue.send(1, [0.25])
     assert rogue.answer(1).step.error == ""
-    rogue.send(2, action)
+    rogue.send(2, action, then_action=then_action)
     answer = rogue.answer(2).step
     assert error in answer.error
     # Not applied: the agent keeps the last good action, and goes on serving the episode.

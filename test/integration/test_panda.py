@@ -29,7 +29,8 @@ from std_msgs.msg import UInt64
 from franka_agent.core import panda
 from franka_agent.mock.mock_hardware_node import LATCHED
 from franka_agent.robots import RECORDED_THINK_TIMES, read_limit_violations
-from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.core.errors import AgentError
+from spin_decoupler_ros.rl import DecoupledEnv, RLClient
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
 
@@ -151,6 +152,24 @@ def test_reset_returns_home(panda_client: RLClient) -> None:
     np.testing.assert_allclose(home.observation[TCP], panda.ee_position(panda.HOME), atol=5e-3)
     noisy = panda_client.reset(seed=7).observation[:7]
     assert 0 < np.max(np.abs(noisy - panda.HOME)) <= 0.1 + 5e-3  # reset_noise 0.1 rad
+
+
+def test_the_panda_refuses_a_then_action(panda_client: RLClient) -> None:
+    """The Panda takes no then_action (PandaAgent.then_action_refusal): its description
+    says so, an env asking for one and a client sending one are refused before anything
+    is sent, and the agent rejects one sent all the same, naming why, and serves the
+    next episode."""
+    assert not panda_client.description.takes_then_action
+    with pytest.raises(ValueError, match=r"then_action=True, but agent .* takes no then_action"):
+        DecoupledEnv(client=panda_client, then_action=True)
+    panda_client.reset(seed=0)
+    with pytest.raises(ValueError, match="takes no then_action"):
+        panda_client.step(np.zeros(3), then_action=np.zeros(3))
+    panda_client.description.takes_then_action = True  # a client that does not check
+    with pytest.raises(AgentError, match="names a then_action, but this agent takes none: the Panda agent"):
+        panda_client.step(np.zeros(3), then_action=np.zeros(3))
+    panda_client.reset(seed=0)
+    assert panda_client.step(np.zeros(3)).seq == 1
 
 
 @pytest.mark.parametrize("pattern", ["extremes", "flip"])

@@ -162,16 +162,20 @@ def test_the_learners_work_runs_while_the_agent_acts(processes: ProcessGroup, tm
         env.close()
 
 
-@pytest.mark.parametrize("duration_choices", [0, 8], ids=["fixed_durations", "chosen_durations"])
+@pytest.mark.parametrize(
+    ("duration_choices", "then_action"),
+    [(0, False), (8, False), (0, True), (8, True)],
+    ids=["fixed_durations", "chosen_durations", "then_action", "then_action_chosen_durations"],
+)
 def test_the_twin_is_the_decoupled_lander_under_jitter(
-    processes: ProcessGroup, tmp_path: Path, duration_choices: int
+    processes: ProcessGroup, tmp_path: Path, duration_choices: int, then_action: bool
 ) -> None:
     """``LunarLanderTwin`` against a real LunarLander agent under a lognormal think time,
     the same seed and actions over three episodes (the first seeded, as SB3 does): the
     same observations, rewards, episode ends, LAT and durations, to the bit, with fixed
-    durations and with durations the actions choose; and the think time the twin reveals
-    (``upcoming_think_s``) is the one the next step's LAT shows. bench/time_aware.py
-    --twin counts on it."""
+    durations, durations the actions choose, and a ``then_action`` firing while the
+    learner thinks; and the think time the twin reveals (``upcoming_think_s``) is the one
+    the next step's LAT shows. bench/time_aware.py --twin counts on it."""
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv, LunarLanderTwin
 
     model = "lognormal:0.002,0.008"
@@ -180,8 +184,16 @@ def test_the_twin_is_the_decoupled_lander_under_jitter(
     choosing: dict[str, Any] = (
         {"duration_range": (0.001, 0.008), "duration_choices": duration_choices} if duration_choices else {}
     )
+    choosing["then_action"] = then_action
     rng = np.random.default_rng(7)
-    actions = list(zip(rng.integers(0, 4, size=60), rng.integers(0, max(duration_choices, 1), size=60), strict=True))
+    engines, thens = rng.integers(0, 4, size=60), rng.integers(0, 4, size=60)
+    choices = rng.integers(0, max(duration_choices, 1), size=60)
+    actions: list[Any] = [
+        np.array([engine, *([then] if then_action else []), *([choice] if duration_choices else [])])
+        for engine, then, choice in zip(engines, thens, choices, strict=True)
+    ]
+    if not (duration_choices or then_action):
+        actions = [int(action[0]) for action in actions]
 
     drawn: list[float] = []  # the twin's think times
 
@@ -192,9 +204,7 @@ def test_the_twin_is_the_decoupled_lander_under_jitter(
             trace.append((observation.tolist(),))
             for action in actions:
                 think = getattr(env, "upcoming_think_s", None)
-                observation, reward, terminated, truncated, info = env.step(
-                    np.array(action) if duration_choices else int(action[0])
-                )
+                observation, reward, terminated, truncated, info = env.step(action)
                 trace.append((observation.tolist(), reward, terminated, truncated, info["lat"], info["duration"]))
                 if think is not None:  # (the twin: the think time it drew is the one LAT shows)
                     drawn.append(think)

@@ -16,7 +16,15 @@ from spin_decoupler_ros.core.spaces import ActionSpec
 pytestmark = pytest.mark.core
 
 EPISODE = bytes(range(16))
-FIELDS = {"kind": 0, "episode_id": EPISODE, "seq": 3, "action": np.array([0.5, -1.0]), "sec": 0, "nanosec": 100}
+FIELDS = {
+    "kind": 0,
+    "episode_id": EPISODE,
+    "seq": 3,
+    "action": np.array([0.5, -1.0]),
+    "sec": 0,
+    "nanosec": 100,
+    "then_action": np.array([0.25, 0.75]),
+}
 
 
 def tag(key: bytes, **changes: object) -> bytes:
@@ -29,6 +37,7 @@ def tag(key: bytes, **changes: object) -> bytes:
         fields["action"],  # type: ignore[arg-type]
         fields["sec"],  # type: ignore[arg-type]
         fields["nanosec"],  # type: ignore[arg-type]
+        fields["then_action"],  # type: ignore[arg-type]
     )
 
 
@@ -40,7 +49,7 @@ def test_keys_are_fresh_and_tags_are_deterministic() -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(
-    field=st.sampled_from(["kind", "episode_id", "seq", "action", "sec", "nanosec"]),
+    field=st.sampled_from(["kind", "episode_id", "seq", "action", "sec", "nanosec", "then_action"]),
     bump=st.integers(1, 1000),
 )
 def test_any_changed_field_breaks_the_tag(field: str, bump: int) -> None:
@@ -50,11 +59,20 @@ def test_any_changed_field_breaks_the_tag(field: str, bump: int) -> None:
         changed: object = bytes([EPISODE[0] ^ (bump % 255 + 1)]) + EPISODE[1:]
     elif field == "action":
         changed = np.array([0.5, -1.0 + bump * 1e-9])
+    elif field == "then_action":
+        changed = np.array([0.25, 0.75 + bump * 1e-9])
     elif field == "kind":
         changed = bump % 255 + 1  # (a byte)
     else:
         changed = int(original) + bump  # type: ignore[call-overload]
     assert not tags_match(tag(key), tag(key, **{field: changed}))
+
+
+def test_no_value_moves_between_the_action_and_the_then_action_under_one_tag() -> None:
+    key = new_key()
+    both = tag(key, action=np.array([0.5, -1.0]), then_action=np.array([0.25]))
+    assert not tags_match(both, tag(key, action=np.array([0.5]), then_action=np.array([-1.0, 0.25])))
+    assert not tags_match(tag(key, then_action=np.zeros(0)), tag(key))  # none is not the one given
 
 
 def test_another_key_an_empty_or_short_tag_never_match() -> None:

@@ -101,6 +101,7 @@ def test_the_twin_passes_both_env_checkers_and_refuses_wall_time() -> None:
     for twin in (
         LunarLanderTwin(4, "lognormal:0.002,0.008"),
         LunarLanderTwin(4, "lognormal:0.002,0.008", duration_range=(0.001, 0.008), duration_choices=8),
+        LunarLanderTwin(4, "lognormal:0.002,0.008", then_action=True),
     ):
         gymnasium_check_env(twin, skip_render_check=True)
         sb3_check_env(twin)

@@ -151,6 +151,60 @@ def test_last_action_keeps_running_between_steps() -> None:
     np.testing.assert_array_equal(p.active_action, [0.3, -0.3])
 
 
+def test_a_then_action_runs_from_the_observation_until_the_next_step() -> None:
+    p = ready(make())
+    step = p.start_step(EP1, 1, [0.3, -0.3], 0, 0, then_action=[-0.2, 0.4])
+    np.testing.assert_array_equal(step.then_action, [-0.2, 0.4])
+    np.testing.assert_array_equal(p.active_action, [0.3, -0.3])  # the step's, until its observation
+    assert p.on_tick(90 * MS) is TickEvent.NONE
+    np.testing.assert_array_equal(p.active_action, [0.3, -0.3])
+    assert p.on_tick(100 * MS) is TickEvent.OBSERVE
+    np.testing.assert_array_equal(p.active_action, [-0.2, 0.4])
+    second = p.start_step(EP1, 2, [0.1, 0.1], 0, 130 * MS)  # (none: the action runs on)
+    assert second.lat_ns == 130 * MS and second.then_action is None  # LAT spans the then_action too
+    p.on_tick(230 * MS)
+    np.testing.assert_array_equal(p.active_action, [0.1, 0.1])
+
+
+def test_a_then_action_is_held_after_the_watchdog_and_dropped_with_the_episode() -> None:
+    p = ready(make(watchdog_ms=500))
+    p.start_step(EP1, 1, [0.3, 0.3], 0, 0, then_action=[0.5, 0.5])
+    p.on_tick(100 * MS)
+    assert p.on_tick(601 * MS) is TickEvent.WATCHDOG and p.active_action is None
+    p.start_step(EP1, 2, [0.1, 0.1], 0, 700 * MS, then_action=[0.9, 0.9])
+    p.begin_episode(EP2, "a", 710 * MS)  # a reset mid-step: the new episode starts from the null action
+    p.reset_observed(720 * MS)
+    assert p.on_tick(800 * MS) is TickEvent.NONE and p.active_action is None
+
+
+@pytest.mark.parametrize(
+    ("then_action", "message"),
+    [([0.0], "then_action: action has 1 values"), ([0.0, np.nan], "then_action: action\\[1\\] is nan")],
+)
+def test_a_bad_then_action_rejects_the_step(then_action: list[float], message: str) -> None:
+    p = ready(make(clip=False))
+    with pytest.raises(CommandRejected, match=message):
+        p.start_step(EP1, 1, [0.1, 0.1], 0, 0, then_action=then_action)
+    assert p.state is AgentState.READY and p.active_action is None
+
+
+def test_an_agent_that_takes_no_then_action_rejects_one_and_says_why() -> None:
+    p = AgentProtocol(
+        ActionSpec.symmetric(2),
+        rl_timestep_ns=100 * MS,
+        control_period_ns=10 * MS,
+        watchdog_ns=500 * MS,
+        max_duration_ns=2000 * MS,
+        then_action_refusal="its commands end at rest",
+    )
+    ready(p)
+    with pytest.raises(CommandRejected, match="takes none: its commands end at rest"):
+        p.start_step(EP1, 1, [0.1, 0.1], 0, 0, then_action=[0.0, 0.0])
+    assert p.state is AgentState.READY
+    p.start_step(EP1, 1, [0.1, 0.1], 0, 0, then_action=[])  # (empty: none asked, as the message's default)
+    assert p.state is AgentState.EXECUTING
+
+
 def test_watchdog_holds_once_then_a_step_resumes_with_the_hold_reported() -> None:
     p = ready(make(watchdog_ms=500))
     p.start_step(EP1, 1, [0.3, 0.3], 0, 0)

@@ -85,6 +85,13 @@ class PandaAgent(AgentNode):
     # A command lets a lockstep mock run to its first point: the next tick's (a point of
     # the command before), or a lead ahead (the first after a rest or a re-plan).
     reports_commitments = True
+    # Between steps the arm runs the step's action on, every command braking to rest at
+    # its end; a plan restarted at the observation is not measured against the limits and
+    # the lockstep commitments (test_panda.py::test_the_panda_refuses_a_then_action).
+    then_action_refusal = (
+        "the Panda agent runs each step's action on until the next step; a second action starting at the "
+        "observation is not measured against its limits and lockstep commitments"
+    )
 
     def __init__(self) -> None:
         super().__init__("panda_agent")

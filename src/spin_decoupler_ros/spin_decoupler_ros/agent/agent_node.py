@@ -6,7 +6,8 @@ One step, on this side::
     step_command (topic)  -> checked by AgentProtocol -> apply_action() at once,
                              control timer re-phased to the action's start
     control timer ticks   -> apply_action(last action) every period
-    tick where due        -> build_observation() -> feedback seq n (LAT, ATO)
+    tick where due        -> build_observation() -> feedback seq n (LAT, ATO);
+                             the step's then_action, if any, runs from here on
 
 Nothing here blocks, sleeps or waits: an Episode goal is EXECUTING while its episode
 runs, and its execute callback runs once, when the episode ends (``execute_goal``,
@@ -304,6 +305,9 @@ class AgentNode(LifecycleNode):
     flush_on_exit: ClassVar[bool] = True
     # Set by an agent that calls commit_world() for every command it sends (see commitment_ns).
     reports_commitments: ClassVar[bool] = False
+    # Why this agent takes no StepCommand.then_action; empty: it takes one (what runs from
+    # a step's observation until the next step starts, in place of the step's action).
+    then_action_refusal: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -445,6 +449,7 @@ class AgentNode(LifecycleNode):
             control_period_ns=self.params.control_period_ns,
             watchdog_ns=self.params.watchdog_ns,
             max_duration_ns=self.params.max_step_duration_ns,
+            then_action_refusal=self.then_action_refusal,
         )
         history = 2_000_000 if self.params.period_log else 0  # 32 MB: over an hour at 500 Hz
         self._tick_monitor = TickMonitor(self.params.control_period_ns, history=history)
@@ -491,6 +496,7 @@ class AgentNode(LifecycleNode):
                 action_low=float64_field(spec.low),
                 action_high=float64_field(spec.high),
                 clip_actions=spec.clip,
+                takes_then_action=not self.then_action_refusal,
                 observation_size=self.observation_size,
                 observation_names=list(observation_names),
                 rl_timestep=ns_to_duration(self.params.rl_timestep_ns),
@@ -572,7 +578,8 @@ class AgentNode(LifecycleNode):
         return True
 
     def on_action_start(self, action: np.ndarray) -> None:
-        """A new action starts now (called once, before its first ``apply_action``)."""
+        """A new action starts now (called once, before its first ``apply_action``): a
+        step's, or, once its observation is taken, the step's ``then_action``."""
 
     def agent_reward(self) -> float | None:
         """An agent-side reward for the step just observed, or None (the RL side computes it)."""
@@ -743,6 +750,9 @@ class AgentNode(LifecycleNode):
             observed = self._send_step_observation(now)  # first: the RL side is waiting for it
             if observed:
                 self._world.observed(now)
+                step = self._current_step
+                if step is not None and step.then_action is not None:  # it runs from here on
+                    self._call_hook("on_action_start", self.on_action_start, step.then_action)
         elif event is TickEvent.WATCHDOG:
             self._on_watchdog(now)
         if self._waits_on_clock:
@@ -980,8 +990,9 @@ class AgentNode(LifecycleNode):
         if episode is None or episode.episode_id != episode_id:
             return True
         action = np.asarray(msg.action, dtype=np.float64)
+        then_action = np.asarray(msg.then_action, dtype=np.float64)
         expected = command_tag(
-            episode.key, msg.kind, episode_id, msg.seq, action, msg.duration.sec, msg.duration.nanosec
+            episode.key, msg.kind, episode_id, msg.seq, action, msg.duration.sec, msg.duration.nanosec, then_action
         )
         if not tags_match(expected, bytes(msg.tag)):
             self._drop_command(f"a command for the running episode that its client did not sign (seq {msg.seq})")
@@ -1005,7 +1016,9 @@ class AgentNode(LifecycleNode):
     def _begin_step(self, msg: StepCommand, now: int) -> None:
         episode_id = bytes(msg.episode_id.uuid)
         try:
-            step = self._protocol.start_step(episode_id, msg.seq, msg.action, duration_to_ns(msg.duration), now)
+            step = self._protocol.start_step(
+                episode_id, msg.seq, msg.action, duration_to_ns(msg.duration), now, msg.then_action
+            )
         except CommandRejected as exc:
             self._reject_step(episode_id, msg.seq, str(exc))
             return

@@ -26,7 +26,7 @@ import numpy as np
 
 KEY_BYTES = 32
 TAG_BYTES = 32
-_STEP = struct.Struct("<B16sIiI")  # kind, episode id, seq, duration sec, duration nanosec
+_STEP = struct.Struct("<B16sIiII")  # kind, episode id, seq, duration sec and nanosec, action length
 
 
 def new_key() -> bytes:
@@ -35,11 +35,20 @@ def new_key() -> bytes:
 
 
 def command_tag(
-    key: bytes, kind: int, episode_id: bytes, seq: int, action: np.ndarray, duration_sec: int, duration_nanosec: int
+    key: bytes,
+    kind: int,
+    episode_id: bytes,
+    seq: int,
+    action: np.ndarray,
+    duration_sec: int,
+    duration_nanosec: int,
+    then_action: np.ndarray | None = None,
 ) -> bytes:
-    """The tag of a StepCommand's fields (all but ``sent_at``, which only times it)."""
-    head = _STEP.pack(kind, episode_id, seq, duration_sec, duration_nanosec)
-    body = np.ascontiguousarray(action, dtype="<f8").tobytes()
+    """The tag of a StepCommand's fields (all but ``sent_at``, which only times it).
+    ``action``'s length is signed too, so that no value can move between the two actions."""
+    then = np.zeros(0) if then_action is None else then_action
+    head = _STEP.pack(kind, episode_id, seq, duration_sec, duration_nanosec, np.size(action))
+    body = np.ascontiguousarray(action, dtype="<f8").tobytes() + np.ascontiguousarray(then, dtype="<f8").tobytes()
     return hmac.new(key, head + body, hashlib.sha256).digest()
 
 

@@ -11,8 +11,9 @@ States (the ancestor's three, plus the two a robot needs when no RL step is comi
                                                      ^  <--due------'
                          READY --watchdog--> HOLDING --step--> EXECUTING
 
-In READY the last action keeps running (the ancestor's semantics); in IDLE and HOLDING
-the agent applies its safe null action (hold position).
+In READY the last action keeps running (the ancestor's semantics), or the step's
+``then_action`` if it named one; in IDLE and HOLDING the agent applies its safe null
+action (hold position).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class StepStart:
     duration_ns: int  # what the agent will execute it for (the request, or rl_timestep)
     lat_ns: int  # measured duration of the previous action (LAT)
     hold_ns: int  # part of LAT spent holding because the RL side was silent
+    then_action: np.ndarray | None = None  # what runs from its observation to the next step
 
 
 def _s(ns: int) -> str:
@@ -80,6 +82,8 @@ class AgentProtocol:
     :param watchdog_ns: how long the RL side may stay silent after an observation before
         the agent holds position.
     :param max_duration_ns: longest duration a step may ask for.
+    :param then_action_refusal: why this agent takes no ``then_action`` (empty: it takes
+        one, checked against ``spec`` like the action).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class AgentProtocol:
         control_period_ns: int,
         watchdog_ns: int,
         max_duration_ns: int,
+        then_action_refusal: str = "",
     ) -> None:
         if control_period_ns <= 0:
             raise ValueError("control period must be positive")
@@ -105,9 +110,11 @@ class AgentProtocol:
         self.control_period_ns = control_period_ns
         self.watchdog_ns = watchdog_ns
         self.max_duration_ns = max_duration_ns
+        self.then_action_refusal = then_action_refusal
         self.state = AgentState.IDLE
         self.episode: Episode | None = None
         self._action: np.ndarray | None = None
+        self._then_action: np.ndarray | None = None  # replaces _action at the observation
         self._action_start_ns = 0
         self._due_ns = 0
         self._answered_ns = 0  # when the last observation went out
@@ -152,7 +159,7 @@ class AgentProtocol:
         """The reset observation went out: the null action runs until the first step."""
         self._require(AgentState.AFTER_RESET)
         self.state = AgentState.READY
-        self._action = None
+        self._action = self._then_action = None
         self._action_start_ns = now_ns
         self._answered_ns = now_ns
         self._hold_since_ns = None
@@ -161,7 +168,7 @@ class AgentProtocol:
         """Drop the running episode, if any, and hold; return it."""
         ended, self.episode = self.episode, None
         self.state = AgentState.IDLE
-        self._action = None
+        self._action = self._then_action = None
         self._hold_since_ns = None
         return ended
 
@@ -181,8 +188,13 @@ class AgentProtocol:
         action: Sequence[float] | np.ndarray,
         duration_ns: int,
         now_ns: int,
+        then_action: Sequence[float] | np.ndarray | None = None,
     ) -> StepStart:
-        """Accept a step and start its action now, or raise CommandRejected saying why."""
+        """Accept a step and start its action now, or raise CommandRejected saying why.
+
+        ``then_action`` (None or empty: none) replaces the action once the step's
+        observation is taken, until the next step starts.
+        """
         episode = self._check_episode(episode_id, f"step {seq}")
         if self.state is AgentState.AFTER_RESET:
             raise CommandRejected(f"step {seq} arrived before the reset observation: wait for it")
@@ -203,6 +215,7 @@ class AgentProtocol:
             checked = self.spec.check(action)
         except ActionSpaceError as exc:
             raise CommandRejected(f"step {seq}: {exc}") from None
+        then = self._checked_then_action(seq, then_action)
 
         duration = duration_ns or self.rl_timestep_ns
         periods = periods_for(duration, self.control_period_ns)
@@ -214,10 +227,12 @@ class AgentProtocol:
             duration_ns=duration,
             lat_ns=now_ns - self._action_start_ns,
             hold_ns=hold_ns,
+            then_action=then,
         )
         episode.steps = seq
         self.state = AgentState.EXECUTING
         self._action = checked
+        self._then_action = then
         self._action_start_ns = now_ns
         # Observe on the tick nearest to start + periods * T: half a period of slack
         # absorbs timer jitter either way.
@@ -230,6 +245,8 @@ class AgentProtocol:
         if self.state is AgentState.EXECUTING and now_ns >= self._due_ns:
             self.state = AgentState.READY
             self._answered_ns = now_ns
+            if self._then_action is not None:
+                self._action, self._then_action = self._then_action, None
             return TickEvent.OBSERVE
         if self.state is AgentState.READY and now_ns - self._answered_ns > self.watchdog_ns:
             self.state = AgentState.HOLDING
@@ -249,6 +266,18 @@ class AgentProtocol:
         return self._action_start_ns
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _checked_then_action(self, seq: int, then_action: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
+        if then_action is None or len(then_action) == 0:
+            return None
+        if self.then_action_refusal:
+            raise CommandRejected(
+                f"step {seq} names a then_action, but this agent takes none: {self.then_action_refusal}"
+            )
+        try:
+            return self.spec.check(then_action)
+        except ActionSpaceError as exc:
+            raise CommandRejected(f"step {seq}'s then_action: {exc}") from None
 
     def _check_episode(self, episode_id: bytes, what: str) -> Episode:
         if self.episode is None:

@@ -2,6 +2,6 @@
 
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
 from spin_decoupler_ros.rl.client import RLClient
-from spin_decoupler_ros.rl.env import DecoupledEnv
+from spin_decoupler_ros.rl.env import DecoupledEnv, StepRequest
 
-__all__ = ["AgentChannel", "DecoupledEnv", "RLClient", "StepAnswer"]
+__all__ = ["AgentChannel", "DecoupledEnv", "RLClient", "StepAnswer", "StepRequest"]

@@ -38,6 +38,7 @@ from spin_decoupler_ros.conversions import (
 )
 from spin_decoupler_ros.core.auth import command_tag, new_key, takeover_proof
 from spin_decoupler_ros.core.errors import (
+    ActionSpaceError,
     AgentBusyError,
     AgentError,
     AgentInactiveError,
@@ -259,14 +260,22 @@ class AgentChannel:
         self._goal_future.add_done_callback(self._on_goal_response)
         drop_orphaned_futures(self._action_client)
 
-    def send_step(self, action: np.ndarray | Sequence[float], duration: float | None = None) -> None:
-        """Send the next step's action, checked against the agent's action space first."""
+    def send_step(
+        self,
+        action: np.ndarray | Sequence[float],
+        duration: float | None = None,
+        then_action: np.ndarray | Sequence[float] | None = None,
+    ) -> None:
+        """Send the next step's action (and ``then_action``, what runs from its observation
+        until the next step; None: the action runs on), checked against the agent's action
+        space first."""
         if not self.episode_running:
             raise NotResetError(f"no episode is running on {self.agent_name}: call reset() first")
         if self._waiting is not _Waiting.NOTHING:
             raise RuntimeError("the previous reset or step has not been answered yet")
         assert self.spec is not None
         checked = self.spec.check(action)  # raises ActionSpaceError before anything is sent
+        then = np.zeros(0) if then_action is None else self._checked_then_action(then_action)
         if duration is not None and not (np.isfinite(duration) and duration >= 0.0):
             raise ValueError(f"step duration must be a finite number of seconds >= 0, got {duration}")
         self._seq += 1
@@ -276,8 +285,9 @@ class AgentChannel:
         msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
         msg.action = float64_field(checked)
         msg.duration = ns_to_duration(seconds_to_ns(duration or 0.0))
+        msg.then_action = float64_field(then)
         msg.sent_at = ns_to_time(now)
-        self._sign(msg, checked)
+        self._sign(msg, checked, then)
         self._pending = _Pending(self._seq, now)
         self._waiting = _Waiting.STEP
         self._listening_from_ns = None
@@ -300,11 +310,30 @@ class AgentChannel:
         self._waiting = _Waiting.NOTHING
         return result
 
-    def _sign(self, msg: StepCommand, action: np.ndarray) -> None:
+    def _checked_then_action(self, then_action: np.ndarray | Sequence[float]) -> np.ndarray:
+        assert self.description is not None and self.spec is not None
+        if not self.description.takes_then_action:
+            raise ValueError(
+                f"agent '{self.agent_name}' ({self.description.agent_type}) takes no then_action: its steps' "
+                "actions run on until the next step"
+            )
+        try:
+            return self.spec.check(then_action)
+        except ActionSpaceError as exc:
+            raise ActionSpaceError(f"then_action: {exc}") from None
+
+    def _sign(self, msg: StepCommand, action: np.ndarray, then_action: np.ndarray | None = None) -> None:
         """Tag ``msg`` under the episode's key: the agent drops commands without it."""
         assert self._episode_uuid is not None
         tag = command_tag(
-            self._key, msg.kind, self._episode_uuid, msg.seq, action, msg.duration.sec, msg.duration.nanosec
+            self._key,
+            msg.kind,
+            self._episode_uuid,
+            msg.seq,
+            action,
+            msg.duration.sec,
+            msg.duration.nanosec,
+            then_action,
         )
         msg.tag = array.array("B", tag)
 

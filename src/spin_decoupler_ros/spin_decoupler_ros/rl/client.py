@@ -226,14 +226,18 @@ class RLClient:
         action: Sequence[float] | np.ndarray,
         duration: float | None = None,
         while_acting: Callable[[], None] | None = None,
+        *,
+        then_action: Sequence[float] | np.ndarray | None = None,
     ) -> StepAnswer:
         """Execute ``action`` for ``duration`` seconds (None: the agent's rl_timestep).
 
         Returns the observation, with LAT (the previous action's measured duration) and ATO.
+        From the observation until the next step, ``then_action`` runs (None: ``action``
+        runs on), for agents that take one (``description.takes_then_action``).
         ``while_acting`` runs once the command is out, while the agent executes it (the
         learner's own work, e.g. gradient steps); the timeout counts from the sending.
         """
-        self.channel.send_step(action, duration)
+        self.channel.send_step(action, duration, then_action)
         sent = time.monotonic()
         if while_acting is not None:
             try:

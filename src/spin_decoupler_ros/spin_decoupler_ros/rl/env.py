@@ -7,6 +7,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -58,6 +59,17 @@ def chosen_duration(choice: float, duration_range: tuple[float, float]) -> float
     return d_min + (float(np.clip(choice, -1.0, 1.0)) + 1.0) * 0.5 * (d_max - d_min)
 
 
+@dataclass(frozen=True)
+class StepRequest:
+    """What one env action asks of the agent: ``action`` for ``duration`` seconds (None:
+    the agent's rl_timestep), then ``then_action`` until the next step (None: ``action``
+    runs on)."""
+
+    action: np.ndarray
+    duration: float | None
+    then_action: np.ndarray | None = None
+
+
 class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     """A Gymnasium env over an agent node: ``reset()`` is an Episode goal, ``step()`` a
     StepCommand answered by the agent's observation after the action ran for its duration.
@@ -71,6 +83,10 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     ``action_space`` if given (it must match the agent's size). With
     ``duration_range=(d_min, d_max)``, one more element in [-1, 1] chooses each step's
     action duration linearly in [d_min, d_max] seconds: the policy picks its own timestep.
+    With ``then_action=True``, the agent's box a second time (before the duration
+    element) chooses what runs from the step's observation until the next step starts,
+    while the learner thinks, in place of the step's action running on; for agents that
+    take one (``description.takes_then_action``).
 
     ## Observation space
     ``Box(-inf, inf, (n,), float32)`` of the agent's observation, or
@@ -108,6 +124,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         another space needs ``agent_action`` to map its actions to the agent's vector.
     :param step_duration: seconds each step's action runs (None: the agent's rl_timestep).
     :param duration_range: (min, max) seconds to let the policy choose the duration.
+    :param then_action: let the policy choose what runs while it thinks (Action space).
     :param on_agent_lost: "raise" a typed error when the agent stops answering, or
         "truncate" the episode and wait for the agent at the next reset.
     :param agent_wait_timeout: with "truncate", how long reset() waits for an agent.
@@ -140,6 +157,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         max_episode_steps: int | None = None,
         step_duration: float | None = None,
         duration_range: tuple[float, float] | None = None,
+        then_action: bool = False,
         on_agent_lost: AgentLostPolicy = "raise",
         agent_wait_timeout: float = 300.0,
         reconnect_attempt_timeout: float = 5.0,
@@ -154,20 +172,30 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self.max_episode_steps = max_episode_steps
         self.step_duration = step_duration
         self.duration_range = duration_range
+        self.then_action = then_action
         self.on_agent_lost = on_agent_lost
         self.agent_wait_timeout = agent_wait_timeout
         self.reconnect_attempt_timeout = reconnect_attempt_timeout
 
         spec = self.client.action_spec
+        if then_action and not self.client.description.takes_then_action:
+            description = self.client.description
+            raise ValueError(
+                f"then_action=True, but agent '{self.client.channel.agent_name}' ({description.agent_type}) takes "
+                "no then_action: its steps' actions run on until the next step"
+            )
         if action_space is None:
             low, high = spec.low.astype(np.float32), spec.high.astype(np.float32)
+            if then_action:
+                low, high = np.concatenate([low, low]), np.concatenate([high, high])
             if duration_range is not None:
                 low, high = np.append(low, np.float32(-1.0)), np.append(high, np.float32(1.0))
             action_space = spaces.Box(low, high, dtype=np.float32)
-        expected = spec.size + (1 if duration_range else 0)
+        expected = spec.size * (2 if then_action else 1) + (1 if duration_range else 0)
         if isinstance(action_space, spaces.Box) and action_space.shape != (expected,):
             raise ValueError(
                 f"action_space has shape {action_space.shape}, but the agent takes {spec.size} values"
+                + (" twice (the then_action)" if then_action else "")
                 + (" plus one for the duration" if duration_range else "")
             )
         self.action_space = action_space
@@ -239,9 +267,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         return self.complete_reset(answer)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        agent_action, duration = self.prepare_step(action)
+        request = self.prepare_step(action)
         try:
-            answer = self.client.step(agent_action, duration, self.while_acting)
+            answer = self.client.step(
+                request.action, request.duration, self.while_acting, then_action=request.then_action
+            )
         except (StepTimeoutError, AgentError) as exc:
             if self.on_agent_lost == "raise" or self._last_observation is None:
                 raise
@@ -251,7 +281,7 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             self._agent_lost = isinstance(exc, StepTimeoutError) or outcome == "DEACTIVATED"
             info = {"truncated_reason": str(exc), "agent_outcome": outcome}
             return self._last_observation.copy(), 0.0, False, True, info
-        return self.complete_step(agent_action, duration, answer)
+        return self.complete_step(request.action, request.duration, answer)
 
     # -- the two halves of reset() and step(), for drivers of many envs (the VecEnv) ----
 
@@ -273,8 +303,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         info["agent"] = self.client.channel.agent_name
         return observation, info
 
-    def prepare_step(self, action: Any) -> tuple[np.ndarray, float | None]:
-        """The agent's action vector and the duration to ask for, from an env action."""
+    def prepare_step(self, action: Any) -> StepRequest:
+        """What to ask the agent for an env action."""
         return self.split_action(self.agent_action(action))
 
     def complete_step(
@@ -328,11 +358,16 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             self._agent_lost = False
             return answer
 
-    def split_action(self, action: np.ndarray) -> tuple[np.ndarray, float | None]:
-        """The agent's part of an env action, and the step duration it asks for."""
-        if self.duration_range is None:
-            return action, self.step_duration
-        return action[:-1], chosen_duration(float(action[-1]), self.duration_range)
+    def split_action(self, action: np.ndarray) -> StepRequest:
+        """The agent's action vector (the action, then the then_action, then the duration
+        element, as configured) as a request."""
+        duration = self.step_duration
+        if self.duration_range is not None:
+            action, duration = action[:-1], chosen_duration(float(action[-1]), self.duration_range)
+        if not self.then_action:
+            return StepRequest(action, duration)
+        size = self.client.action_spec.size
+        return StepRequest(action[:size], duration, action[size:])
 
     def close(self) -> None:
         """Finish the experiment on the agent side (it holds) and release ROS resources."""

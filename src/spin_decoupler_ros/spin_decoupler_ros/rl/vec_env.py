@@ -28,7 +28,7 @@ from spin_decoupler_ros.core.errors import AgentNotFoundError
 from spin_decoupler_ros.core.naming import agent_namespaces
 from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient, RLNode
-from spin_decoupler_ros.rl.env import DecoupledEnv
+from spin_decoupler_ros.rl.env import DecoupledEnv, StepRequest
 
 __all__ = ["DecoupledVecEnv", "agent_namespaces"]
 
@@ -78,7 +78,7 @@ class DecoupledVecEnv(VecEnv):
             raise
         first = self.envs[0]
         super().__init__(len(self.envs), first.observation_space, first.action_space)
-        self._actions: list[tuple[np.ndarray, float | None]] = []
+        self._actions: list[StepRequest] = []
         self._closed = False
         self.while_acting: Callable[[], None] | None = None
 
@@ -95,8 +95,8 @@ class DecoupledVecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = [env.prepare_step(action) for env, action in zip(self.envs, actions, strict=True)]
-        for client, (agent_action, duration) in zip(self.clients, self._actions, strict=True):
-            client.channel.send_step(agent_action, duration)
+        for client, request in zip(self.clients, self._actions, strict=True):
+            client.channel.send_step(request.action, request.duration, request.then_action)
         if self.while_acting is not None:
             try:
                 self.while_acting()
@@ -113,8 +113,10 @@ class DecoupledVecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{} for _ in range(n)]
 
         def on_step(index: int, answer: StepAnswer) -> str | None:
-            agent_action, duration = self._actions[index]
-            obs, reward, terminated, truncated, info = self.envs[index].complete_step(agent_action, duration, answer)
+            request = self._actions[index]
+            obs, reward, terminated, truncated, info = self.envs[index].complete_step(
+                request.action, request.duration, answer
+            )
             info["TimeLimit.truncated"] = truncated and not terminated
             rewards[index], dones[index], infos[index] = reward, terminated or truncated, info
             if not dones[index]:
@@ -204,7 +206,7 @@ class DecoupledVecEnv(VecEnv):
 
     def _deadline(self, index: int, kind: str) -> tuple[float, float]:
         client = self.clients[index]
-        timeout = client.reset_timeout if kind == "reset" else client.step_timeout(self._actions[index][1])
+        timeout = client.reset_timeout if kind == "reset" else client.step_timeout(self._actions[index].duration)
         return time.monotonic() + timeout, timeout
 
     def _close_clients(self) -> None:

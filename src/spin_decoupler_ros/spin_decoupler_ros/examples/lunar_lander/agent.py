@@ -21,10 +21,11 @@ class LunarLanderAgent(AgentNode):
     observation and the physics facts the reward needs; no reward).
 
     Between RL steps the last action keeps firing, frame after frame, as a real plant's
-    last command would. The safe hold (after a reset until the first step, and once the
-    RL side has been silent past the watchdog, e.g. while PPO updates its networks) is a
-    paused simulation: what a simulated plant can do and a real one cannot. Set
-    ``watchdog_timeout`` to decide how long a stalled learner lets the lander fly on.
+    last command would, or the engine the step named as its ``then_action``. The safe
+    hold (after a reset until the first step, and once the RL side has been silent past
+    the watchdog, e.g. while PPO updates its networks) is a paused simulation: what a
+    simulated plant can do and a real one cannot. Set ``watchdog_timeout`` to decide how
+    long a stalled learner lets the lander fly on.
     """
 
     simulates_its_plant = True  # a timing model may pause and run it (docs/time_models.md)

@@ -23,6 +23,20 @@ def duration_element(choice: int, duration_choices: int) -> float:
     return -1.0 + 2.0 * choice / (duration_choices - 1)
 
 
+def lander_action_space(duration_choices: int, then_action: bool) -> spaces.Discrete | spaces.MultiDiscrete:
+    """The engine; with ``then_action``, the engine that fires while the learner thinks;
+    with ``duration_choices``, one of that many durations."""
+    nvec = [4, *([4] if then_action else []), *([duration_choices] if duration_choices else [])]
+    return spaces.Discrete(4) if len(nvec) == 1 else spaces.MultiDiscrete(nvec)
+
+
+def lander_action_parts(action: Any, duration_choices: int, then_action: bool) -> tuple[int, int | None, int | None]:
+    """An action of ``lander_action_space``: (engine, then engine or None, duration choice or None)."""
+    values = [int(value) for value in np.asarray(action).reshape(-1)]
+    then = values[1] if then_action else None
+    return values[0], then, values[-1] if duration_choices else None
+
+
 class LunarLanderEnv(DecoupledEnv):
     """LunarLander through the decoupler, for Stable-Baselines3.
 
@@ -31,8 +45,10 @@ class LunarLanderEnv(DecoupledEnv):
 
     ## Action
     ``Discrete(4)``: noop, left engine, main engine, right engine; sent as one number.
-    With ``duration_choices=K`` (and a ``duration_range``), ``MultiDiscrete([4, K])``:
-    the engine and one of K durations evenly from the range's min to its max.
+    With ``then_action=True``, ``MultiDiscrete([4, 4])``: the engine, and the engine that
+    fires from the step's observation until the next step starts (while the learner
+    thinks). With ``duration_choices=K`` (and a ``duration_range``), one more choice: one
+    of K durations evenly from the range's min to its max (``lander_action_space``).
 
     ## Reward and episode end
     Gymnasium's, summed over the frames of a step, rebuilt by ``transport.step_reward``
@@ -41,7 +57,9 @@ class LunarLanderEnv(DecoupledEnv):
     learner was thinking count too.
     """
 
-    def __init__(self, agent_namespace: str = "", *, duration_choices: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, agent_namespace: str = "", *, duration_choices: int = 0, then_action: bool = False, **kwargs: Any
+    ) -> None:
         from gymnasium.envs.box2d.lunar_lander import LunarLander
 
         if duration_choices and (duration_choices < 2 or kwargs.get("duration_range") is None):
@@ -51,7 +69,8 @@ class LunarLanderEnv(DecoupledEnv):
         super().__init__(
             agent_namespace,
             observation_space=reference.observation_space,
-            action_space=spaces.MultiDiscrete([4, duration_choices]) if duration_choices else spaces.Discrete(4),
+            action_space=lander_action_space(duration_choices, then_action),
+            then_action=then_action,
             **kwargs,
         )
         reference.close()
@@ -63,10 +82,11 @@ class LunarLanderEnv(DecoupledEnv):
         self._frames_before = 0.0
 
     def agent_action(self, action: Any) -> np.ndarray:
-        if not self.duration_choices:
-            return np.array([float(int(action))])
-        engine, choice = (int(value) for value in np.asarray(action).reshape(-1))
-        return np.array([float(engine), duration_element(choice, self.duration_choices)])
+        engine, then, choice = lander_action_parts(action, self.duration_choices, self.then_action)
+        values = [float(engine), *([float(then)] if then is not None else [])]
+        if choice is not None:
+            values.append(duration_element(choice, self.duration_choices))
+        return np.array(values)
 
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
         if answer.seq == 0:  # the reset observation: the first step's reward starts here
@@ -129,11 +149,12 @@ class LunarLanderTwin(gym.Env[np.ndarray, Any]):
 
     As on the agent: after a reset the lander is held until the first action, which
     starts after the think time drawn at the reset observation; after each step the
-    action fires on for the think time drawn at its observation, then the next starts.
-    Durations are ``frames_per_step``, or, with ``duration_choices`` and a
-    ``duration_range``, chosen as ``LunarLanderEnv``'s are (the same action space, the
-    same duration, rounded to whole frames as the agent does); under ``none`` with fixed
-    durations this is ``FrameSkipLunarLander`` with the agent's rounding of the reward.
+    action fires on (or, with ``then_action``, the engine it names to fire then) for the
+    think time drawn at its observation, then the next starts. Durations are
+    ``frames_per_step``, or, with ``duration_choices`` and a ``duration_range``, chosen
+    as ``LunarLanderEnv``'s are (the same action space, the same duration, rounded to
+    whole frames as the agent does); under ``none`` with fixed durations this is
+    ``FrameSkipLunarLander`` with the agent's rounding of the reward.
     """
 
     def __init__(
@@ -144,6 +165,7 @@ class LunarLanderTwin(gym.Env[np.ndarray, Any]):
         *,
         duration_range: tuple[float, float] | None = None,
         duration_choices: int = 0,
+        then_action: bool = False,
     ) -> None:
         from gymnasium.envs.box2d.lunar_lander import LunarLander
 
@@ -162,7 +184,8 @@ class LunarLanderTwin(gym.Env[np.ndarray, Any]):
         reference = LunarLander()
         self.observation_space = reference.observation_space
         reference.close()
-        self.action_space = spaces.MultiDiscrete([4, duration_choices]) if duration_choices else spaces.Discrete(4)
+        self.action_space = lander_action_space(duration_choices, then_action)
+        self.then_action = then_action
         self.frames_per_step = frames_per_step
         self.duration_range = duration_range
         self.duration_choices = duration_choices
@@ -198,17 +221,17 @@ class LunarLanderTwin(gym.Env[np.ndarray, Any]):
         self._start = self._plant.transported()
         return self._start[transport.OBSERVATION].astype(np.float32)
 
-    def _engine_and_duration_ns(self, action: Any) -> tuple[int, int]:
-        """The engine an action fires and the duration it runs (ns, whole frames)."""
-        if not self.duration_choices:
-            return int(action), self._step_ns
+    def _duration_ns(self, choice: int | None) -> int:
+        """The duration a step runs (ns, whole frames)."""
+        if choice is None:
+            return self._step_ns
         assert self.duration_range is not None
-        engine, choice = (int(value) for value in np.asarray(action).reshape(-1))
         duration_s = chosen_duration(duration_element(choice, self.duration_choices), self.duration_range)
-        return engine, periods_for(seconds_to_ns(duration_s), self._period_ns) * self._period_ns
+        return periods_for(seconds_to_ns(duration_s), self._period_ns) * self._period_ns
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        engine, step_ns = self._engine_and_duration_ns(action)
+        engine, then, choice = lander_action_parts(action, self.duration_choices, self.then_action)
+        step_ns = self._duration_ns(choice)
         start_ns = self._gate.start_ns(self._now_ns)  # (the learner answers at once: the model's think time)
         if self._action is not None:
             for _ in range((start_ns - self._now_ns) // self._period_ns):
@@ -217,7 +240,7 @@ class LunarLanderTwin(gym.Env[np.ndarray, Any]):
         lat_ns = self._last_step_ns + start_ns - self._now_ns
         for _ in range(step_ns // self._period_ns):
             self._plant.frame(engine)
-        self._action = engine
+        self._action = engine if then is None else then
         self._last_step_ns = step_ns
         self._now_ns = start_ns + step_ns
         info = {"lat": ns_to_seconds(lat_ns), "duration": ns_to_seconds(step_ns)}
