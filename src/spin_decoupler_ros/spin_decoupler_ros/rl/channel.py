@@ -310,13 +310,18 @@ class AgentChannel:
         self._waiting = _Waiting.NOTHING
         return result
 
-    def _checked_then_action(self, then_action: np.ndarray | Sequence[float]) -> np.ndarray:
-        assert self.description is not None and self.spec is not None
+    def require_then_action(self) -> None:
+        """Raise ValueError naming the agent unless it takes a then_action (its description says)."""
+        assert self.description is not None
         if not self.description.takes_then_action:
             raise ValueError(
                 f"agent '{self.agent_name}' ({self.description.agent_type}) takes no then_action: its steps' "
                 "actions run on until the next step"
             )
+
+    def _checked_then_action(self, then_action: np.ndarray | Sequence[float]) -> np.ndarray:
+        assert self.spec is not None
+        self.require_then_action()
         try:
             return self.spec.check(then_action)
         except ActionSpaceError as exc:

@@ -178,12 +178,11 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self.reconnect_attempt_timeout = reconnect_attempt_timeout
 
         spec = self.client.action_spec
-        if then_action and not self.client.description.takes_then_action:
-            description = self.client.description
-            raise ValueError(
-                f"then_action=True, but agent '{self.client.channel.agent_name}' ({description.agent_type}) takes "
-                "no then_action: its steps' actions run on until the next step"
-            )
+        if then_action:
+            try:
+                self.client.channel.require_then_action()
+            except ValueError as exc:
+                raise ValueError(f"then_action=True, but {exc}") from None
         if action_space is None:
             low, high = spec.low.astype(np.float32), spec.high.astype(np.float32)
             if then_action:
