@@ -436,7 +436,11 @@ class AgentNode(LifecycleNode):
             )
         self._world = WorldGate(model, self.params.control_period_ns)
         self._simulated_now_ns = 0  # a self-clocked agent's time: its next tick
-        self._waiting_command: StepCommand | None = None  # arrived while the world runs on
+        # Arrived while the world runs on for the learner's think time: a step, a finish or
+        # a new episode starts where the think time ends, never at the wall time it came
+        # (test_timing_models.py::test_a_seeded_run_repeats_through_terminations_resets_and_a_resume).
+        self._waiting_command: StepCommand | None = None
+        self._waiting_goal: ServerGoalHandle | None = None
         spaces = self._given_spaces if self._given_spaces is not None else self.configure()
         spec = ActionSpec(np.asarray(spaces.action_low), np.asarray(spaces.action_high), clip=self.params.clip_actions)
         observation_names = tuple(spaces.observation_names)
@@ -729,10 +733,17 @@ class AgentNode(LifecycleNode):
         """One control tick at ``now``; False when the world waits there for the learner
         (nothing was applied: the tick is to be run again when it may go on)."""
         protocol = self._protocol
+        goal = self._waiting_goal
+        if goal is not None and self._world.may_start(now):
+            self._waiting_goal = None
+            self._begin_episode(goal, now)  # the reset's first tick is this one (below)
         command = self._waiting_command
         if command is not None and self._world.may_start(now):
             self._waiting_command = None
-            self._begin_step(command, now)  # applies the new action for this tick
+            if command.kind == StepCommand.FINISH:
+                self._finish(bytes(command.episode_id.uuid))
+            else:
+                self._begin_step(command, now)  # applies the new action for this tick
             return True
         if protocol.state is AgentState.AFTER_RESET:
             # The reset hook drives the plant until it reports done.
@@ -975,8 +986,11 @@ class AgentNode(LifecycleNode):
             else:  # the world runs on for the think time the model drew; then it starts
                 self._waiting_command = msg
         elif msg.kind == StepCommand.FINISH:
-            self._waiting_command = None
-            self._finish(episode_id)
+            if self._world.may_start(now):
+                self._waiting_command = None
+                self._finish(episode_id)
+            else:  # the action runs on for the think time, as before a step; then the hold
+                self._waiting_command = msg
         else:
             self._reject_step(episode_id, msg.seq, f"unknown command kind {msg.kind}: expected STEP (0) or FINISH (1)")
 
@@ -1111,6 +1125,34 @@ class AgentNode(LifecycleNode):
 
     def _on_goal_accepted(self, goal_handle: ServerGoalHandle) -> None:
         now = self.now_ns()
+        if not self._world.may_start(now):
+            # The previous action runs on for the learner's think time, then the reset
+            # begins (at a tick: _control_step), wherever the wall clock stood when it came.
+            if self._waiting_goal is not None:
+                self._abort_waiting_goal("a newer episode came before it began")
+            self._waiting_goal = goal_handle
+            return
+        self._begin_episode(goal_handle, now)
+        if self._waits_on_clock and self._protocol.state is AgentState.AFTER_RESET:
+            # The world may be waiting for a command: the reset's first one lets it go on
+            # (the reset observation is a tick's, as always).
+            self._call_hook("reset_done", self.reset_done)
+            self._commanded(now)
+        if self._self_clocked:
+            # The reset observation at once, in this callback, as a short step's is
+            # (_on_step_command): the learner waits for it.
+            self._simulate()
+
+    def _abort_waiting_goal(self, reason: str) -> None:
+        """End the goal that waits for the think time to run out, unbegun."""
+        handle, self._waiting_goal = self._waiting_goal, None
+        if handle is None:
+            return
+        execute_goal(handle)
+        report_goal(self._action_server, handle, Episode.Result(outcome=Episode.Result.ABORTED, steps=0, error=reason))
+
+    def _begin_episode(self, goal_handle: ServerGoalHandle, now: int) -> None:
+        """Begin the accepted goal's episode at ``now``: the reset hook starts."""
         goal: Episode.Goal = goal_handle.request
         episode_id = bytes(goal_handle.goal_id.uuid)
         previous = self._protocol.episode
@@ -1132,15 +1174,6 @@ class AgentNode(LifecycleNode):
         self._resume_world()
         options = np.asarray(goal.reset_options, dtype=np.float64)
         self._call_hook("reset_workspace", self.reset_workspace, seed, options)
-        if self._waits_on_clock and self._protocol.state is AgentState.AFTER_RESET:
-            # The world may be waiting for a command: the reset's first one lets it go on
-            # (the reset observation is a tick's, as always).
-            self._call_hook("reset_done", self.reset_done)
-            self._commanded(now)
-        if self._self_clocked:
-            # The reset observation at once, in this callback, as a short step's is
-            # (_on_step_command): the learner waits for it.
-            self._simulate()
         if previous is not None:
             # The replaced episode's result after that: only its client's logs wait for it
             # (test_faults.py::test_a_new_reset_ends_the_clients_running_episode).
@@ -1216,6 +1249,7 @@ class AgentNode(LifecycleNode):
         self._save_period_log()
 
     def _end_episode(self, outcome: int, reason: str, *, needs_person: bool = False) -> None:
+        self._abort_waiting_goal(reason)
         ended = self._protocol.end_episode()
         self._current_step = None
         self._waiting_command = None
