@@ -80,6 +80,22 @@ def test_a_recording_cut_short_by_a_kill_reads_up_to_its_last_whole_chunk(tmp_pa
         for _, _, _, decoded in reader.iter_decoded_messages(log_time_order=False):
             seqs.append(decoded.seq)
     assert 2000 < len(seqs) < 5000 and seqs == list(range(1, len(seqs) + 1))
+    # Recovered, it opens as a finished file does, with every message that reached the disk.
+    from mcap.reader import make_reader
+
+    from spin_decoupler_ros.rl.recording import is_finished, recover, recover_unfinished
+
+    killed = (tmp_path / "killed.mcap").rename(tmp_path / "run.2.mcap")  # as a resumed run names it
+    assert not is_finished(killed) and is_finished(tmp_path / "run.mcap")
+    assert recover_unfinished(tmp_path) == [(killed, len(seqs))]
+    assert is_finished(killed) and recover_unfinished(tmp_path) == []
+    with open(killed, "rb") as file:
+        recovered = make_reader(file, decoder_factories=[DecoderFactory()])
+        summary = recovered.get_summary()
+        assert summary is not None and summary.statistics is not None
+        assert summary.statistics.message_count == len(seqs)
+        assert [decoded.seq for _, _, _, decoded in recovered.iter_decoded_messages()] == seqs
+    assert recover(tmp_path / "run.mcap") == 5000  # (a finished file loses nothing either)
 
 
 def test_a_finished_recording_holds_what_rosbag2s_mcap_reader_reads(tmp_path: Path) -> None:

@@ -18,10 +18,14 @@ measurable to a step (bench step_overhead).
 
 A resumed run writes the next file, ``run.2.mcap``, beside the first. A run killed
 mid-write keeps what reached the disk, all but the chunk being filled and the last few
-steps not yet written; the file then lacks its summary, and a non-seeking reader reads
-it (in the order written: sort by log time).
+steps not yet written; the file then lacks its summary. ``recover`` rewrites such a file
+whole (every message that reached the disk, then a summary), so that any MCAP reader
+opens it; a resume recovers the run's files before it records again, and
+``python -m spin_decoupler_ros.rl.recording recover FILE`` does it by hand.
 
-Tests: ``test_recording_schema.py`` (schemas, a file cut short by a kill), and
+Tests: ``test_recording_schema.py`` (schemas, a file cut short by a kill and recovered),
+``test_timing_models.py::test_a_seeded_run_repeats_through_terminations_resets_and_a_resume``
+(the files of SIGKILLed trainers, opened with ``make_reader`` after the resume), and
 ``test_panda.py::test_short_training_run_starts_the_mock_set_and_writes_its_artifacts``
 (a real run read back: every step once, in order).
 """
@@ -127,9 +131,68 @@ def next_recording_path(run_dir: Path) -> Path:
     return path
 
 
+MCAP_MAGIC = b"\x89MCAP0\r\n"  # a file's first and last 8 bytes, once finished
+
+
+def is_finished(path: Path) -> bool:
+    """Whether an MCAP file ends as a finished one does (its footer, then the magic): a
+    file whose writer was killed does not."""
+    with open(path, "rb") as file:
+        if file.seek(0, 2) < 2 * len(MCAP_MAGIC):
+            return False
+        file.seek(-len(MCAP_MAGIC), 2)
+        return file.read() == MCAP_MAGIC
+
+
+def recover(path: Path) -> int:
+    """Rewrite an unfinished MCAP file (a killed writer's) whole: every message that
+    reached the disk, in the order written, with its schema and channel, then the summary
+    a finished file has. Written beside it and renamed over it, so a kill meanwhile leaves
+    the file as it was. Returns the number of messages kept."""
+    from mcap.exceptions import McapError
+    from mcap.reader import NonSeekingReader
+    from mcap.writer import CompressionType, Writer
+
+    recovered = path.with_name(f".{path.name}.recovering")
+    kept = 0
+    with open(path, "rb") as source, open(recovered, "wb") as target:
+        writer = Writer(target, chunk_size=256 * 1024, compression=CompressionType.ZSTD)
+        writer.start(profile="ros2", library="spin_decoupler")
+        schemas: dict[int, int] = {}
+        channels: dict[int, int] = {}
+        try:
+            for schema, channel, message in NonSeekingReader(source).iter_messages(log_time_order=False):
+                if schema is not None and schema.id not in schemas:
+                    schemas[schema.id] = writer.register_schema(schema.name, schema.encoding, schema.data)
+                if channel.id not in channels:
+                    channels[channel.id] = writer.register_channel(
+                        channel.topic, channel.message_encoding, schemas.get(channel.schema_id, 0), channel.metadata
+                    )
+                writer.add_message(
+                    channel_id=channels[channel.id],
+                    log_time=message.log_time,
+                    publish_time=message.publish_time,
+                    data=message.data,
+                    sequence=message.sequence,
+                )
+                kept += 1
+        except (McapError, EOFError, ValueError):
+            pass  # the chunk being written when the writer died: not on the disk whole
+        writer.finish()
+    recovered.replace(path)
+    return kept
+
+
+def recover_unfinished(run_dir: Path) -> list[tuple[Path, int]]:
+    """Recover every unfinished recording of a run (``recover``): what a resume does first."""
+    return [(path, recover(path)) for path in sorted(run_dir.glob("run*.mcap")) if not is_finished(path)]
+
+
 def record_clients(run_dir: Path, clients: list[Any]) -> RunRecorder:
     """run.mcap (run.N.mcap for a resumed run) holding each client's traffic with its agent:
-    commands, answers, timing and status. Close it when the run ends."""
+    commands, answers, timing and status. Close it when the run ends. The run's earlier
+    files that a kill left unfinished (a resumed run's) are recovered first (``recover``)."""
+    recover_unfinished(run_dir)
     recorder = RunRecorder(next_recording_path(run_dir))
     for client in clients:
         client.channel.record_to(recorder)
@@ -242,3 +305,25 @@ class RunRecorder:
             self._subscriptions.clear()
             self._writer.finish()
             self._file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``recover FILE...``: rewrite killed runs' recordings whole (see ``recover``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m spin_decoupler_ros.rl.recording", description=main.__doc__)
+    parser.add_argument("command", choices=("recover",))
+    parser.add_argument("files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    for path in args.files:
+        if not path.is_file():
+            parser.exit(2, f"{parser.prog}: {path}: no such file\n")
+        if is_finished(path):
+            print(f"{path}: finished already, left as it is")
+        else:
+            print(f"{path}: recovered, {recover(path)} messages kept")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
