@@ -178,7 +178,7 @@ cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
   setup) setup; say "ready ($MODE mode${SUFFIX:+, $DISTRO}): ./ws exec <command> runs inside it" ;;
-  main)  setup; enter_env; cd "$ROOT"; exec python -m franka_agent.pipeline "$@" ;;
+  main)  setup; enter_env; cd "$ROOT"; SPIN_DECOUPLER_COMMAND="./ws main" exec python -m franka_agent.pipeline "$@" ;;
   test)  setup
          if [ $# -gt 0 ]; then enter_env; cd "$ROOT"; exec python -m pytest "$@"; fi
          (enter_env; cd "$ROOT"; checks; python -m pytest)

@@ -5,6 +5,7 @@ steps done again; a damaged checkpoint is refused naming the file, touching noth
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import signal
@@ -69,6 +70,32 @@ def test_a_run_killed_at_a_random_step_resumes_with_each_step_logged_once(
 
     buffer = load_from_pkl(run_dir / "checkpoints" / f"{TOTAL:010d}" / "replay_buffer.pkl")
     assert (buffer.pos, buffer.full) == (TOTAL, False)
+    # TensorBoard shows each step once: the killed run's steps after the checkpoint are purged.
+    assert tensorboard_steps(run_dir) == sorted(set(tensorboard_steps(run_dir)))
+
+    # Finished, the run is never rewritten: a resume says so and changes nothing; an
+    # extension trains on and keeps the finished run's outputs beside the new ones.
+    finished = {path: path.stat().st_mtime_ns for path in run_dir.rglob("*")}
+    again = run_module("franka_agent.pipeline", "--resume", str(run_dir), timeout=60)
+    assert again.returncode == 2 and f"the run is finished ({TOTAL} steps;" in again.stderr, again.stderr
+    assert {path: path.stat().st_mtime_ns for path in run_dir.rglob("*")} == finished
+    longer = TOTAL + EVERY
+    extended = run_module("franka_agent.pipeline", "--resume", str(run_dir), "--extend-to", str(longer), timeout=600)
+    assert extended.returncode == 0, extended.stdout + extended.stderr
+    assert logged_steps(run_dir / "steps.csv") == list(range(1, longer + 1))
+    kept = run_dir / f"finished_at_{TOTAL}"
+    assert json.loads((kept / "results.json").read_text())["total_timesteps"] == TOTAL
+    assert (kept / "model.zip").stat().st_mtime_ns == finished[run_dir / "model.zip"]
+    assert json.loads((run_dir / "results.json").read_text())["total_timesteps"] == longer
+    assert tensorboard_steps(run_dir) == sorted(set(tensorboard_steps(run_dir)))
+
+
+def tensorboard_steps(run_dir: Path) -> list[int]:
+    """The steps SB3 logged its episode reward at, in the run's one TensorBoard series."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (series,) = (run_dir / "tensorboard").iterdir()
+    return [event.step for event in EventAccumulator(str(series)).Reload().Scalars("rollout/ep_rew_mean")]
 
 
 @pytest.mark.parametrize("damage", ["model", "pointer"])

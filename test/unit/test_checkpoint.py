@@ -158,7 +158,35 @@ def test_a_resume_takes_the_runs_options_and_refuses_another_value_naming_it(tmp
     again = parser.parse_args(["--resume", str(tmp_path), "--total-timesteps", "600"])
     options_of_the_run(again, parser, tmp_path)  # the same value is fine
     other = parser.parse_args(["--resume", str(tmp_path), "--timing-model", "wall:0"])
-    with pytest.raises(ValueError, match="started with --timing-model none, not wall:0"):
+    with pytest.raises(ValueError, match=r"started with --timing-model none, not --timing-model wall:0: leave it out$"):
         options_of_the_run(other, parser, tmp_path)
+    # A run started on the config's value, and the option that extends a run, are named so.
+    (tmp_path / OPTIONS_FILE).write_text(json.dumps({"total_timesteps": 600, "seed": None}))
+    seeded = parser.parse_args(["--resume", str(tmp_path), "--seed", "0"])
+    with pytest.raises(ValueError, match=r"started with the config's seed \(no --seed\), not --seed 0"):
+        options_of_the_run(seeded, parser, tmp_path)
+    longer = parser.parse_args(["--resume", str(tmp_path), "--total-timesteps", "900"])
+    with pytest.raises(ValueError, match="leave it out; to train a finished run further: --extend-to STEPS"):
+        options_of_the_run(longer, parser, tmp_path)
     with pytest.raises(ValueError, match=f"{OPTIONS_FILE} does not exist"):
         options_of_the_run(args, parser, tmp_path / "elsewhere")
+
+
+def test_a_finished_run_is_never_rewritten_and_an_extension_keeps_its_outputs(tmp_path: Path) -> None:
+    from spin_decoupler_ros.rl.checkpoint import FINAL_OUTPUTS, finished_at, keep_final_outputs, refuse_to_rewrite
+
+    assert finished_at(tmp_path) is None and refuse_to_rewrite(tmp_path, 500, 500) is None  # under way
+    assert keep_final_outputs(tmp_path) is None
+    (tmp_path / "results.json").write_text(json.dumps({"total_timesteps": 1000}))
+    (tmp_path / "model.zip").write_text("the finished model")
+    for total in (0, 500, 1000):
+        refusal = refuse_to_rewrite(tmp_path, 1000, total)
+        assert refusal is not None and "the run is finished (1000 steps;" in refusal and "--extend-to N" in refusal
+    assert refuse_to_rewrite(tmp_path, 1000, 1001) is None  # an extension
+    kept = keep_final_outputs(tmp_path)
+    assert kept == tmp_path / "finished_at_1000" and "results.json" in FINAL_OUTPUTS
+    assert (kept / "model.zip").read_text() == "the finished model" and not (tmp_path / "model.zip").exists()
+    assert finished_at(tmp_path) is None  # the extension is under way
+    (tmp_path / "results.json").write_text("{")
+    with pytest.raises(CheckpointError, match=r"results\.json cannot be read"):
+        finished_at(tmp_path)

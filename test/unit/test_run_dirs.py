@@ -36,7 +36,9 @@ def test_a_folder_holding_a_run_is_refused_and_left_as_it_was(tmp_path: Path, ou
     run = tmp_path / "run"
     run.mkdir()
     (run / output).write_text("the earlier run")
-    with pytest.raises(ParameterError, match=rf"'{run}' already holds a run \({output}\).*resume:={run}"):
+    with pytest.raises(
+        ParameterError, match=rf"'{run}' already holds a run \({output}\).*--resume {run}; launch: resume:={run}"
+    ):
         claim_run_dir(str(run), "panda_reach")
     assert (run / output).read_text() == "the earlier run"
 

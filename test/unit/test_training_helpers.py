@@ -154,3 +154,25 @@ def test_an_env_without_the_hook_is_refused() -> None:
     model = trains_while_acting(SAC)("MlpPolicy", gym.make("Pendulum-v1"))
     with pytest.raises(TypeError, match="neither a DecoupledEnv nor a DecoupledVecEnv"):
         act_while_training(gym.make("Pendulum-v1"), model)
+
+
+def test_a_resumed_run_shows_each_step_once_in_tensorboard(tmp_path: Path) -> None:
+    """The killed run logged steps 1-20, its checkpoint was at 10: after the purge mark,
+    the resumed run's steps 11-15 replace the killed run's 11-20 in the same series."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter
+
+    from spin_decoupler_ros.rl.training import purge_tensorboard_after
+
+    assert purge_tensorboard_after(tmp_path, "SAC", 10) is None  # nothing logged yet
+    series = tmp_path / "tensorboard" / "SAC_1"
+    with SummaryWriter(log_dir=str(series)) as killed:
+        for step in range(1, 21):
+            killed.add_scalar("loss", float(step), step)
+    assert purge_tensorboard_after(tmp_path, "SAC", 10) == series
+    with SummaryWriter(log_dir=str(series)) as resumed:
+        for step in range(11, 16):
+            resumed.add_scalar("loss", 100.0 + step, step)
+    scalars = EventAccumulator(str(series)).Reload().Scalars("loss")
+    assert [event.step for event in scalars] == list(range(1, 16))
+    assert [event.value for event in scalars][9:11] == [10.0, 111.0]

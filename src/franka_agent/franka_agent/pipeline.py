@@ -22,16 +22,21 @@ from pathlib import Path
 from franka_agent.robots import default_timing_model, read_limit_violations, robot_namespaces, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
-from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
+from spin_decoupler_ros.tools.paths import check_run_dir, claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 OPTIONS_FILE = "options.json"
+TASK = "panda_reach"  # run folders go under <runs>/panda_reach/
 # May differ on a resume (one process or two runs the same MDP: test_timing_models.py).
-NOT_RECORDED = ("resume", "run_dir", "checkpoint_every", "use_mock_hardware", "one_process")
+NOT_RECORDED = ("resume", "extend_to", "run_dir", "checkpoint_every", "use_mock_hardware", "one_process")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=os.environ.get("SPIN_DECOUPLER_COMMAND", "python -m franka_agent.pipeline"),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--config", help="parameters YAML (default: config/panda_reach.yaml)")
     parser.add_argument("--total-timesteps", type=int, help="training steps (default: the config's)")
     parser.add_argument(
@@ -71,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"(RUN_DIR/{OPTIONS_FILE}); logs appended",
     )
     parser.add_argument(
+        "--extend-to",
+        type=int,
+        metavar="STEPS",
+        help="with --resume of a finished run: train it on to STEPS in all (its results, model and plots are "
+        "kept in RUN_DIR/finished_at_<steps>/); a finished run is otherwise never trained or evaluated again",
+    )
+    parser.add_argument(
         "--evaluate",
         metavar="MODEL_ZIP",
         help="evaluate a trained policy (a run's model.zip) over --eval-episodes instead of training; "
@@ -86,56 +98,133 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Refusal(ValueError):
+    """A user's mistake, said in one line before anything starts (exit code 2)."""
+
+
+# The ranges the nodes' parameters take (franka_agent.train, AgentNode), checked here
+# first: a refusal must come before a run folder or a node exists.
+RANGES: dict[str, tuple[float, float]] = {
+    "total_timesteps": (1, float("inf")),
+    "extend_to": (1, float("inf")),
+    "eval_episodes": (1, float("inf")),
+    "seed": (0, float("inf")),
+    "num_agents": (1, 64),
+    "checkpoint_every": (0, float("inf")),
+    "sim_speed": (0.0, 1e6),
+    "rl_timestep": (1e-4, 60.0),
+    "control_rate": (1.0, 5000.0),
+}
+
+
+def check_ranges(args: argparse.Namespace) -> None:
+    for name, (low, high) in RANGES.items():
+        value = getattr(args, name, None)
+        if value is not None and not low <= value <= high:
+            allowed = f"at least {low:g}" if high == float("inf") else f"from {low:g} to {high:g}"
+            raise Refusal(f"--{name.replace('_', '-')} {value:g}: must be {allowed}")
+
+
 def options_of_the_run(args: argparse.Namespace, parser: argparse.ArgumentParser, run_dir: Path) -> None:
     """On a resume, take the options the run was started with; an option given again
     with another value is refused, naming it (a run is one experiment)."""
     recorded_path = run_dir / OPTIONS_FILE
     if not recorded_path.is_file():
-        raise ValueError(f"--resume {run_dir}: {recorded_path} does not exist, so the run's options are unknown")
+        raise Refusal(f"{recorded_path} does not exist, so the run's options are unknown")
     recorded = json.loads(recorded_path.read_text())
     for name, value in recorded.items():
         given = getattr(args, name, None)
         if given != parser.get_default(name) and given != value:
             flag = "--" + name.replace("_", "-")
-            raise ValueError(f"the run was started with {flag} {value}, not {given}; leave it out")
+            started = f"{flag} {value}" if value is not None else f"the config's {name} (no {flag})"
+            extend = "; to train a finished run further: --extend-to STEPS" if name == "total_timesteps" else ""
+            raise Refusal(f"the run was started with {started}, not {flag} {given}: leave it out{extend}")
         setattr(args, name, value)
+
+
+def check_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """A resume's folder, checkpoint, step log and options agree, and it rewrites nothing."""
+    from spin_decoupler_ros.rl.checkpoint import CheckpointError, check_log, read_latest, refuse_to_rewrite
+
+    run_dir = Path(args.resume)
+    if args.run_dir and Path(args.run_dir) != run_dir:
+        raise Refusal("--resume goes on in the run's own folder: leave out --run-dir")
+    try:
+        latest = read_latest(run_dir)
+        check_log(run_dir / "steps.csv", latest)
+        options_of_the_run(args, parser, run_dir)
+        if args.extend_to is not None:
+            if args.extend_to <= latest.step:
+                raise Refusal(f"--extend-to {args.extend_to}: the run has trained {latest.step} steps already")
+            args.total_timesteps = args.extend_to
+        rewrite = refuse_to_rewrite(run_dir, latest.step, args.total_timesteps or 0)
+    except CheckpointError as exc:
+        raise Refusal(str(exc)) from None
+    if rewrite is not None:
+        raise Refusal(rewrite)
+    if not os.access(run_dir, os.W_OK):
+        raise Refusal(f"{run_dir} is not writable: the resumed run appends to it")
+
+
+def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Every option and every file the job needs, before anything is created or started;
+    Refusal naming the first that is wrong (test_pipeline_refusals.py)."""
+    from spin_decoupler_ros.core.think_time import TimingModel
+    from spin_decoupler_ros.params import check_params_files
+
+    check_ranges(args)
+    if args.use_mock_hardware == "false":
+        raise Refusal(
+            "--use-mock-hardware false: a real Panda is driven through franka_ros2, which this job cannot start; "
+            "use: ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=<ip>"
+        )
+    if args.evaluate and args.resume:
+        raise Refusal("--evaluate and --resume exclude each other")
+    if args.evaluate and not Path(args.evaluate).is_file():
+        raise Refusal(f"--evaluate {args.evaluate}: no such file")
+    if args.resume:
+        try:
+            check_resume(args, parser)
+        except Refusal as exc:
+            raise Refusal(f"--resume {args.resume}: {exc}") from None
+    elif args.extend_to is not None:
+        raise Refusal("--extend-to goes with --resume of a finished run")
+    if args.config is not None:
+        try:
+            check_params_files(["--params-file", args.config])
+        except ParameterError as exc:
+            raise Refusal(f"--config: {exc}") from None
+    if args.timing_model is not None:
+        try:
+            TimingModel.parse(args.timing_model)
+        except ParameterError as exc:
+            raise Refusal(f"--timing-model: {exc}") from None
+    if not args.resume:
+        try:
+            check_run_dir(args.run_dir or "", TASK)
+        except ParameterError as exc:
+            raise Refusal(f"--run-dir: {exc}" if args.run_dir else str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.use_mock_hardware == "false":
-        print(
-            "A real Panda is driven through franka_ros2, which this job cannot start without ros2 launch:\n"
-            "  ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=<ip>",
-            file=sys.stderr,
-        )
+    try:
+        check_options(args, parser)
+    except Refusal as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
         return 2
-    if args.evaluate and args.resume:
-        print("--evaluate and --resume exclude each other", file=sys.stderr)
-        return 2
-    if args.evaluate and not Path(args.evaluate).is_file():
-        print(f"--evaluate {args.evaluate}: no such file", file=sys.stderr)
-        return 2
-    if args.resume:
-        if args.run_dir and Path(args.run_dir) != Path(args.resume):
-            print("--resume goes on in the run's own folder: leave out --run-dir", file=sys.stderr)
-            return 2
-        from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
-
-        try:
-            read_latest(Path(args.resume))  # checked here too: nothing starts for a damaged one
-            options_of_the_run(args, parser, Path(args.resume))
-        except (CheckpointError, ValueError) as exc:
-            print(f"--resume {args.resume}: {exc}", file=sys.stderr)
-            return 2
+    if args.extend_to is not None:  # a kill during the extension resumes to the same end
+        options = json.loads((Path(args.resume) / OPTIONS_FILE).read_text())
+        options["total_timesteps"] = args.extend_to
+        (Path(args.resume) / OPTIONS_FILE).write_text(json.dumps(options, indent=1) + "\n")
     if args.timing_model is None:
         args.timing_model = default_timing_model(mock=True)
     config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
     try:
-        run_dir = Path(args.resume) if args.resume else claim_run_dir(args.run_dir or "", "panda_reach")
+        run_dir = Path(args.resume) if args.resume else claim_run_dir(args.run_dir or "", TASK)
     except ParameterError as exc:
-        print(f"--run-dir: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: --run-dir: {exc}", file=sys.stderr)
         return 2
     if not args.resume:
         recorded = {name: value for name, value in vars(args).items() if name not in NOT_RECORDED}

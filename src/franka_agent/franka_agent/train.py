@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ParameterError(f"parameter 'evaluate' = '{evaluate}': no such file")
         checkpoint = None
         if resume:
-            from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
+            from spin_decoupler_ros.rl.checkpoint import CheckpointError, check_log, read_latest, refuse_to_rewrite
 
             try:
                 checkpoint = read_latest(Path(resume))
@@ -257,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
                     f"parameter 'resume' = '{resume}': the run trained {checkpoint.state.get('algorithm')}, "
                     f"not {algorithm}"
                 )
+            try:
+                check_log(Path(resume) / "steps.csv", checkpoint)
+                rewrite = refuse_to_rewrite(Path(resume), checkpoint.step, total_timesteps)
+            except CheckpointError as exc:
+                raise ParameterError(f"parameter 'resume' = '{resume}': {exc}") from None
+            if rewrite is not None:
+                raise ParameterError(f"parameter 'resume' = '{resume}': {rewrite}")
         on_agent_lost = declare_str(
             node,
             "on_agent_lost",
@@ -280,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from spin_decoupler_ros.rl.checkpoint import CheckpointCallback, restore_rng_states
+    from spin_decoupler_ros.rl.checkpoint import CheckpointCallback, keep_final_outputs, restore_rng_states
     from spin_decoupler_ros.rl.training import (
         FreezeGarbageCollector,
         ProgressCallback,
@@ -289,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         act_while_training,
         plot_lat_histogram,
         plot_learning_curve,
+        purge_tensorboard_after,
         tensorboard_folder,
         write_results,
     )
@@ -350,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             model = load_model(algorithm, checkpoint.path, train_env, hyper, train_while_acting)
             restore_rng_states(checkpoint.state["rng"])
+            kept = keep_final_outputs(run_dir)  # an extension: the finished run's outputs stay
+            if kept is not None:
+                log.info(f"extending a finished run to {total_timesteps} steps; its outputs are kept in {kept}")
+            purge_tensorboard_after(run_dir, algorithm.upper(), done_steps)
             # The episode under way at the checkpoint is begun again: learn() resets the
             # env (this process's new Episode goals) where it has no last observation.
             model._last_obs = None

@@ -209,3 +209,9 @@ def check_params_files(args: Sequence[str]) -> None:
             raise ParameterError(
                 f"params file '{name}' must map node names to 'ros__parameters', not a {type(content).__name__}"
             )
+        for node, entry in content.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("ros__parameters"), dict):
+                raise ParameterError(
+                    f"params file '{name}': node '{node}' holds no 'ros__parameters' mapping (each node's "
+                    "parameters go under '<node name>: ros__parameters:')"
+                )

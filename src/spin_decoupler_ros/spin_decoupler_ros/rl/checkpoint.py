@@ -117,6 +117,50 @@ def read_latest(run_dir: Path) -> Checkpoint:
     return Checkpoint(path, state)
 
 
+# What a run's end writes: a run holding results.json is finished (its evaluation done).
+RESULTS = "results.json"
+# A finished run's outputs, moved aside (never overwritten) when it is extended.
+FINAL_OUTPUTS = ("results.json", "model.zip", "episodes.csv", "learning_curve.png", "lat_histogram.png")
+
+
+def finished_at(run_dir: Path) -> int | None:
+    """The steps a finished run trained (its results.json's ``total_timesteps``), or None
+    for a run still under way; CheckpointError if results.json cannot be read."""
+    path = run_dir / RESULTS
+    if not path.is_file():
+        return None
+    try:
+        return int(json.loads(path.read_text())["total_timesteps"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{path} cannot be read ({exc}): the run may or may not be finished") from None
+
+
+def refuse_to_rewrite(run_dir: Path, latest_step: int, total_timesteps: int) -> str | None:
+    """Why resuming ``run_dir`` to ``total_timesteps`` would rewrite a finished run, or
+    None: a finished run is extended only to more steps than it trained."""
+    finished = finished_at(run_dir)
+    if finished is None or total_timesteps > max(finished, latest_step):
+        return None
+    return (
+        f"the run is finished ({finished} steps; {run_dir / RESULTS}) and nothing was changed; to train it "
+        f"further, extend it to more steps: --extend-to N (launch: total_timesteps:=N), N above {finished}"
+    )
+
+
+def keep_final_outputs(run_dir: Path) -> Path | None:
+    """Before a finished run is extended: move its final outputs (FINAL_OUTPUTS) into
+    ``<run_dir>/finished_at_<steps>/``, where they stay beside the extension's."""
+    finished = finished_at(run_dir)
+    if finished is None:
+        return None
+    kept = run_dir / f"finished_at_{finished}"
+    kept.mkdir(exist_ok=True)
+    for name in FINAL_OUTPUTS:
+        if (run_dir / name).exists():
+            (run_dir / name).replace(kept / name)
+    return kept
+
+
 def rng_states() -> dict[str, Any]:
     """The process-wide generators SB3 seeds (Python's, NumPy's legacy, torch's), as JSON."""
     import torch
@@ -138,6 +182,17 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     kind, keys, position, has_gauss, cached = states["numpy"]
     np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), position, has_gauss, cached))
     torch.set_rng_state(torch.tensor(states["torch"], dtype=torch.uint8))
+
+
+def check_log(path: Path, checkpoint: Checkpoint) -> None:
+    """CheckpointError naming ``path`` if it holds less than the checkpoint recorded (a
+    step log cut down or lost since): a resume would lose steps."""
+    length = int(checkpoint.state.get("log", {}).get("log_bytes", 0))
+    size = path.stat().st_size if path.exists() else -1
+    if size < length:
+        held = f"has {size} bytes" if size >= 0 else "does not exist"
+        recorded = f"the {length} the checkpoint at step {checkpoint.step} recorded"
+        raise CheckpointError(f"{path} {held}, less than {recorded}: restore it, or start a new run")
 
 
 def truncate_log(path: Path, length: int) -> None:

@@ -331,6 +331,27 @@ def tensorboard_folder(run_dir: Path) -> str | None:
     return str(run_dir / "tensorboard") if importlib.util.find_spec("tensorboard") else None
 
 
+def purge_tensorboard_after(run_dir: Path, tb_log_name: str, step: int) -> Path | None:
+    """Before a resumed run logs again from its checkpoint at ``step``: have TensorBoard
+    drop what the run's series holds after ``step`` (steps the killed run logged and the
+    resumed one does again), so that each step shows once. SB3 goes on in the latest
+    ``<tb_log_name>_<id>`` folder; a ``SessionLog.START`` at ``step + 1`` there is
+    TensorBoard's purge mark (``SummaryWriter(purge_step=...)``). Returns that folder, or
+    None where nothing was logged. test_training_helpers.py holds it."""
+    folder = tensorboard_folder(run_dir)
+    if folder is None:
+        return None
+    from stable_baselines3.common.utils import get_latest_run_id
+    from torch.utils.tensorboard import SummaryWriter
+
+    run_id = get_latest_run_id(folder, tb_log_name)
+    if run_id == 0:
+        return None
+    series = Path(folder) / f"{tb_log_name}_{run_id}"
+    SummaryWriter(log_dir=str(series), purge_step=step + 1).close()
+    return series
+
+
 def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
     """``<run_dir>/results.json``: the run's figures, for people and for tests."""
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,38 @@ def new_run_dir(task: str, root: Path | None = None, stamp: str | None = None) -
     raise FileExistsError(f"no free run folder for {base} under {parent}")
 
 
+def _writable_where_made(path: Path) -> bool:
+    """Whether ``path`` is, or could be made, a folder this process writes to."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    return False
+
+
+def check_run_dir(run_dir: str, task: str = "") -> Path:
+    """The folder a new run would write to (``run_dir``, or ``runs_root()/task`` when it is
+    empty), checked without creating anything: ParameterError if it holds a run or cannot
+    be written."""
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    path = Path(run_dir).expanduser() if run_dir else runs_root() / task
+    if run_dir:
+        held = [name for name in RUN_OUTPUTS if (path / name).exists()]
+        if held:
+            raise ParameterError(
+                f"'{path}' already holds a run ({', '.join(held)}), which is never overwritten: leave it out for a "
+                f"fresh dated folder under {runs_root()}, choose another, or go on with that run (./ws main "
+                f"--resume {path}; launch: resume:={path})"
+            )
+    if not _writable_where_made(path):
+        where = "run folders" if not run_dir else "the run"
+        raise ParameterError(
+            f"'{path}' cannot be written by this user, so {where} cannot go there: choose a folder you may write "
+            f"(--run-dir, or ${RUNS_ROOT_VARIABLE} for all runs)"
+        )
+    return path
+
+
 def claim_run_dir(run_dir: str, task: str) -> Path:
     """The folder a new run writes to: a fresh dated one when ``run_dir`` is empty, else
     ``run_dir`` if it holds no run yet. Nothing is ever overwritten.
@@ -78,17 +110,13 @@ def claim_run_dir(run_dir: str, task: str) -> Path:
     Test: ``test/unit/test_run_dirs.py``."""
     from spin_decoupler_ros.core.errors import ParameterError
 
-    if not run_dir:
-        return new_run_dir(task)
-    path = Path(run_dir).expanduser()
-    held = [name for name in RUN_OUTPUTS if (path / name).exists()]
-    if held:
-        raise ParameterError(
-            f"run_dir '{path}' already holds a run ({', '.join(held)}), which is never overwritten: "
-            f"leave run_dir empty for a fresh dated folder under {runs_root()}, choose another, "
-            f"or go on with that run (resume:={path})"
-        )
-    path.mkdir(parents=True, exist_ok=True)
+    path = check_run_dir(run_dir, task)
+    try:
+        if not run_dir:
+            return new_run_dir(task)
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(f"'{path}' cannot be made: {exc.strerror or exc}") from None
     return path
 
 
