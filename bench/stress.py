@@ -53,6 +53,7 @@ TESTS = (
     "test/integration/test_panda.py::test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do",
     "test/integration/test_panda.py::test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time",
     "test/integration/test_timing_models.py::test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two",
+    "test/integration/test_timing_models.py::test_a_seeded_run_repeats_through_terminations_resets_and_a_resume",
     "test/integration/test_fuzz.py",
     "test/integration/test_scale_out.py::test_agents_step_concurrently_not_one_after_another",
     "test/integration/test_scale_out.py::test_an_agent_dying_mid_step_fails_the_vec_step_with_its_name",

@@ -9,6 +9,7 @@ import csv
 import itertools
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +23,9 @@ from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.think_time import TimingModel, TimingModelKind
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.tools.processes import ProcessGroup
+from spin_decoupler_ros.rl.training import logged_steps
+from spin_decoupler_ros.tools.paths import find_config
+from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 PANDA_AGENT = "franka_agent.panda_agent_node"
@@ -193,6 +196,92 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two
     assert first == again
     answers = panda_answers(tmp_path / "first")
     assert len(answers) > steps and answers == panda_answers(tmp_path / "again")
+
+
+# steps.csv's columns the machine makes (wall clock, round trips, the clock offset):
+# everything else is the simulated world's and the learner's, and must repeat.
+MACHINE_COLUMNS = ("wall_time", "round_trip", "clock_offset")
+
+
+def simulated_columns(run_dir: Path, resumed_after: int = 0) -> list[dict[str, str]]:
+    """Every column of steps.csv but the machine's; ATO counted from the first step of the
+    run, and after ``resumed_after`` steps from the first of the resumed run (a mock's
+    epoch is its start's wall time)."""
+    with open(run_dir / "steps.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    epochs = {0: float(rows[0]["ato"]), 1: float(rows[resumed_after]["ato"]) if resumed_after else 0.0}
+    for index, row in enumerate(rows):
+        for column in MACHINE_COLUMNS:
+            del row[column]
+        row["ato"] = f"{float(row['ato']) - epochs[int(0 < resumed_after <= index)]:.6f}"
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_seeded_run_repeats_through_terminations_resets_and_a_resume(tmp_path: Path) -> None:
+    """The main job under the default timing model (replay), twice at once with one seed,
+    on short episodes with a wide success radius, so that many end early (a termination)
+    and many at the step limit, each followed by a reset; each run is killed (SIGKILL to
+    its trainer) after its first checkpoint and resumed: every simulated column of the
+    two steps.csv files is equal, row for row. A reset that began at the wall time its
+    goal came, with the arm still running on for the think time, once made runs part at
+    the first termination (agent_node.py: _waiting_goal)."""
+    steps, checkpoint = 400, 150
+    config = (find_config("panda_reach.yaml", package="franka_agent")).read_text()
+    short = config.replace("episode_steps: 50 ", "episode_steps: 20 ").replace(
+        "success_distance: 0.02 ", "success_distance: 0.25 "
+    )
+    assert short.count("episode_steps: 20 ") == 1 and short.count("success_distance: 0.25 ") == 1
+    (tmp_path / "short.yaml").write_text(short)
+    environments = {name: {**os.environ, **isolated_ros_environment()} for name in ("first", "again")}
+
+    def pipeline(name: str, *options: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "franka_agent.pipeline", *options],
+            env=environments[name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    options: tuple[str, ...] = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1")
+    options += ("--checkpoint-every", str(checkpoint), "--config", str(tmp_path / "short.yaml"))
+    runs = {name: pipeline(name, *options, "--run-dir", str(tmp_path / name)) for name in environments}
+    try:
+        for name, process in runs.items():  # killed once past their first checkpoint
+            deadline = time.monotonic() + 400
+            while len(logged_steps(tmp_path / name / "steps.csv")) < checkpoint + 20:
+                assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+                time.sleep(0.2)
+            trainer = find_process("franka_agent.train", str(tmp_path / name))
+            assert trainer is not None
+            os.kill(trainer, signal.SIGKILL)
+        for process in runs.values():
+            process.communicate(timeout=60)
+        runs = {name: pipeline(name, "--resume", str(tmp_path / name)) for name in environments}
+        for process in runs.values():
+            output, _ = process.communicate(timeout=400)
+            assert process.returncode == 0, output
+    finally:
+        for process in runs.values():
+            process.kill()
+    first, again = (simulated_columns(tmp_path / name, resumed_after=checkpoint) for name in environments)
+    assert [int(row["step"]) for row in first] == list(range(1, steps + 1))
+    terminations = sum(row["terminated"] == "True" for row in first)
+    truncations = sum(row["truncated"] == "True" for row in first)
+    for row, other in zip(first, again, strict=True):
+        assert row == other
+    assert terminations >= 3 and truncations >= 3, (terminations, truncations)
+    # The killed trainers' recordings were recovered by the resume: any reader opens them.
+    from mcap.reader import make_reader
+
+    for name in environments:
+        assert sorted(path.name for path in (tmp_path / name).glob("run*.mcap")) == ["run.2.mcap", "run.mcap"]
+        with open(tmp_path / name / "run.mcap", "rb") as file:
+            summary = make_reader(file).get_summary()
+            assert summary is not None and summary.statistics is not None
+            assert summary.statistics.message_count > 0
 
 
 @pytest.mark.parametrize(
