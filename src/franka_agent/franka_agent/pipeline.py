@@ -22,6 +22,7 @@ from pathlib import Path
 from franka_agent.robots import default_timing_model, read_limit_violations, robot_namespaces, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
+from spin_decoupler_ros.rl.interrupts import INTERRUPTED
 from spin_decoupler_ros.tools.paths import check_run_dir, claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
@@ -206,6 +207,55 @@ def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             raise Refusal(f"--run-dir: {exc}" if args.run_dir else str(exc)) from None
 
 
+def start_nodes(
+    group: ProcessGroup,
+    args: argparse.Namespace,
+    config: Path,
+    run_dir: Path,
+    agent_params: dict[str, object],
+    trainer_params: dict[str, object],
+) -> NodeProcess:
+    """The mock robots and their agents, then the trainer; the trainer's process."""
+    agents = start_mock_robots(
+        group,
+        config,
+        args.num_agents,
+        sim_speed=args.sim_speed,
+        log_dir=run_dir,
+        agent_params=agent_params,
+        timing_model=args.timing_model,
+        one_process={"auto": None, "yes": True, "no": False}[args.one_process],
+    )
+    # One agent: the trainer in its namespace (its client's names are relative); several:
+    # the trainer at the root, each client naming its agent's namespace.
+    trainer = NodeProcess(
+        "franka_agent.train",
+        ros_args(
+            params_files=[config],
+            params=trainer_params,
+            namespace=agents[0] if args.num_agents == 1 else None,
+        ),
+        label="panda_trainer",
+    )
+    return group.start(trainer)
+
+
+def interrupted(group: ProcessGroup, run_dir: Path) -> int:
+    """Ctrl-C: stop the nodes, the trainer first (it checkpoints and says where the run
+    is, exit code 130); say it here if it could not. Exit code 130, no traceback."""
+    from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
+
+    codes = group.stop()
+    if codes.get("panda_trainer") == INTERRUPTED:
+        return INTERRUPTED  # (the trainer said where the run is)
+    try:
+        where = f"its last checkpoint is step {read_latest(run_dir).step}: ./ws main --resume {run_dir} goes on"
+    except CheckpointError:
+        where = f"no checkpoint was written yet; the logs are in {run_dir}"
+    print(f"interrupted (Ctrl-C); {where}", file=sys.stderr, flush=True)
+    return INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -264,38 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     trainer_params["num_agents"] = args.num_agents
     with ProcessGroup() as group:
         try:
-            agents = start_mock_robots(
-                group,
-                config,
-                args.num_agents,
-                sim_speed=args.sim_speed,
-                log_dir=run_dir,
-                agent_params=agent_params,
-                timing_model=args.timing_model,
-                one_process={"auto": None, "yes": True, "no": False}[args.one_process],
-            )
-        except (RuntimeError, ParameterError) as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        # One agent: the trainer in its namespace (its client's names are relative); several:
-        # the trainer at the root, each client naming its agent's namespace.
-        trainer = NodeProcess(
-            "franka_agent.train",
-            ros_args(
-                params_files=[config],
-                params=trainer_params,
-                namespace=agents[0] if args.num_agents == 1 else None,
-            ),
-            label="panda_trainer",
-        )
-        group.start(trainer)
-        while trainer.running():
-            try:
+            trainer = start_nodes(group, args, config, run_dir, agent_params, trainer_params)
+            while trainer.running():
                 group.check_alive_except(trainer)
-            except RuntimeError as exc:
-                print(f"stopping: {exc}", file=sys.stderr)
-                return 1
-            time.sleep(0.5)
+                time.sleep(0.5)
+        except (RuntimeError, ParameterError) as exc:
+            print(f"stopping: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return interrupted(group, run_dir)
         code = trainer.returncode()
         if code is not None and code < 0:
             print(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from spin_decoupler_ros.params import (
 )
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.client import RLNode
+from spin_decoupler_ros.rl.interrupts import INTERRUPTED, quiet_on_ctrl_c
 from spin_decoupler_ros.tools.paths import claim_run_dir
 from spin_decoupler_ros.tools.processes import die_with_parent
 
@@ -175,7 +177,27 @@ def evaluate_policy(env: Any, model: Any, episodes: int, seed: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv if argv is None else argv
+    """The trainer; Ctrl-C ends it with one line saying where the run is, exit code 130
+    (rl/interrupts.py)."""
+    run_dirs: list[Path] = []  # the run's folder, once it is known
+    return quiet_on_ctrl_c(lambda: train(sys.argv if argv is None else argv, run_dirs), lambda: where_is(run_dirs))
+
+
+def where_is(run_dirs: list[Path]) -> str:
+    """Where an interrupted run is: its last checkpoint and how to go on from it."""
+    from spin_decoupler_ros.rl.checkpoint import CheckpointError, read_latest
+
+    said = f"[{NODE_NAME}] interrupted (Ctrl-C)"
+    if not run_dirs:
+        return f"{said} before a run folder was chosen: nothing was written"
+    try:
+        step = read_latest(run_dirs[0]).step
+    except CheckpointError:
+        return f"{said} before the first checkpoint: nothing to resume; {run_dirs[0]} holds the logs"
+    return f"{said}; the last checkpoint is step {step}: {resume_command(run_dirs[0])} goes on from there"
+
+
+def train(argv: list[str], run_dirs: list[Path]) -> int:
     die_with_parent()
     try:
         check_params_files(argv)
@@ -278,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         # (the params file may hold every algorithm's hyperparameters: only this one's are read)
         check_no_unknown_parameters(node, ignore_prefixes=[f"{name}." for name in ALGORITHMS if name != algorithm])
         run_dir = Path(resume) if resume else claim_run_dir(run_dir_param, "panda_reach")
+        run_dirs.append(run_dir)
     except ParameterError as exc:
         print(f"[{NODE_NAME}] fatal: {exc}", file=sys.stderr, flush=True)
         rl_node.close()
@@ -396,10 +419,15 @@ def main(argv: list[str] | None = None) -> int:
                 ],
                 reset_num_timesteps=checkpoint is None,
             )
-        except KeyboardInterrupt:  # a clean stop: keep what was learned
-            checkpoints.save_now()
-            log.info(f"stopped at step {model.num_timesteps}; resume:={run_dir} goes on from there")
-            raise
+        except KeyboardInterrupt:  # a clean stop: keep what was learned, say how to go on
+            saved = checkpoints.save_now()
+            print(
+                f"[{NODE_NAME}] interrupted (Ctrl-C) at step {model.num_timesteps}, checkpointed there ({saved.name}): "
+                f"{resume_command(run_dir)} goes on from there",
+                file=sys.stderr,
+                flush=True,
+            )
+            return INTERRUPTED
         train_seconds = trained_before + time.monotonic() - started
         model.save(run_dir / "model")
 
@@ -444,6 +472,13 @@ def main(argv: list[str] | None = None) -> int:
             recorder.close()
         rl_node.close()
     return 0
+
+
+def resume_command(run_dir: Path) -> str:
+    """How a user goes on with ``run_dir``: as the main job was started, or by launch."""
+    if os.environ.get("SPIN_DECOUPLER_COMMAND"):
+        return f"{os.environ['SPIN_DECOUPLER_COMMAND']} --resume {run_dir}"
+    return f"./ws main --resume {run_dir} (launch: resume:={run_dir})"
 
 
 RUN_FOLDER_README = """\

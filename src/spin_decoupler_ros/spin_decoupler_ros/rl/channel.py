@@ -163,6 +163,7 @@ class AgentChannel:
         self._finishing = False
         self._early_feedback: list[Episode.Impl.FeedbackMessage] = []
         self._refused_at: float | None = None  # a refused reset, whose status has yet to come
+        self._ended_because = ""  # why the last episode was given up here, if it was
         self._recorder: RunRecorder | None = None
         # Totals of the StepTiming that comes with each answer (Episode feedback).
         self.control_ticks = 0
@@ -245,6 +246,7 @@ class AgentChannel:
     def send_reset(self, seed: int | None = None, options: Sequence[float] | np.ndarray = ()) -> None:
         """Start a new episode: the running one, if any, is replaced by the agent."""
         self._forget_episode()
+        self._ended_because = ""
         goal = Episode.Goal(client_id=self.client_id, has_seed=seed is not None, seed=int(seed or 0))
         goal.reset_options = float64_field(np.asarray(options, dtype=np.float64))
         # A fresh key signs this episode's commands; the proof under the last one lets
@@ -270,7 +272,8 @@ class AgentChannel:
         until the next step; None: the action runs on), checked against the agent's action
         space first."""
         if not self.episode_running:
-            raise NotResetError(f"no episode is running on {self.agent_name}: call reset() first")
+            why = f" ({self._ended_because})" if self._ended_because else ""
+            raise NotResetError(f"no episode is running on {self.agent_name}{why}: call reset() first")
         if self._waiting is not _Waiting.NOTHING:
             raise RuntimeError("the previous reset or step has not been answered yet")
         assert self.spec is not None
@@ -348,9 +351,13 @@ class AgentChannel:
         if self._listening_from_ns is None:
             self._listening_from_ns = self._now_ns()
 
-    def cancel_wait(self) -> None:
-        """Give up on the outstanding answer (after a timeout): the episode is unusable."""
+    def cancel_wait(self, why: str = "") -> None:
+        """Give up on the outstanding answer (after a timeout, an interrupt): the episode is
+        unusable; ``why`` is said when a step is sent in it anyway."""
+        waited = self.waiting_for()
         self._forget_episode()
+        if why:
+            self._ended_because = f"{why} while this client waited for {waited}"
 
     # -- receiving ----------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
+from spin_decoupler_ros.rl.interrupts import interruptible, watch_for_ctrl_c
 
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.
@@ -72,10 +73,13 @@ class RLNode:
         self.node = Node(node_name, context=self.context, start_parameter_services=parameter_services)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        watch_for_ctrl_c()
 
     def spin_once(self, timeout: float) -> None:
-        """Run at most one ready callback, waiting up to ``timeout`` s for one."""
-        self.executor.spin_once(timeout_sec=max(timeout, 0.0))
+        """Run at most one ready callback, waiting up to ``timeout`` s for one; Ctrl-C
+        meanwhile raises KeyboardInterrupt (``interrupts.py``)."""
+        with interruptible():
+            self.executor.spin_once(timeout_sec=max(timeout, 0.0))
 
     def ok(self) -> bool:
         return self.context.ok()
@@ -242,8 +246,10 @@ class RLClient:
         if while_acting is not None:
             try:
                 while_acting()
-            except BaseException:
-                self.channel.cancel_wait()  # its answer would arrive into the next step
+            except BaseException as error:  # its answer would arrive into the next step
+                self.channel.cancel_wait(
+                    f"the learner's work beside step {self.channel.seq} raised {type(error).__name__}"
+                )
                 raise
         due_in = duration if duration else self.rl_timestep
         expected_in = self._answered_in if self._answered_in is not None else due_in
@@ -272,7 +278,16 @@ class RLClient:
     def _wait(self, timeout: float, what: str, due_in: float | None = None, start: float | None = None) -> StepAnswer:
         """The answer, or StepTimeoutError ``timeout`` after ``start`` (default: now), or at
         once (within two graph checks) once the agent has left the ROS graph: no answer can
-        come then (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once)."""
+        come then (test_faults.py::test_a_reset_against_an_agent_that_left_fails_at_once).
+        Ctrl-C meanwhile raises KeyboardInterrupt and gives the episode up: a step sent
+        after it says so, and reset() goes on (test_interrupts.py)."""
+        try:
+            return self._await_answer(timeout, what, due_in, start)
+        except KeyboardInterrupt:
+            self.channel.cancel_wait(f"{what} was interrupted (Ctrl-C)")
+            raise
+
+    def _await_answer(self, timeout: float, what: str, due_in: float | None, start: float | None) -> StepAnswer:
         start = time.monotonic() if start is None else start
         self.channel.listen()
         deadline = start + timeout
@@ -292,7 +307,9 @@ class RLClient:
                 if seen_gone >= 2:
                     raise self.timed_out(what, now - start, gone=True)
             if poll_from <= now < poll_until:  # poll: the answer is due any moment
-                if not self.channel.take_answer() and not self.channel.can_take_answers:
+                with interruptible():
+                    taken = self.channel.take_answer()
+                if not taken and not self.channel.can_take_answers:
                     self.rl_node.spin_once(0.0)
                 continue
             remaining = deadline - now
@@ -307,7 +324,7 @@ class RLClient:
     def timed_out(self, what: str, timeout: float, gone: bool = False) -> StepTimeoutError:
         """Give up the outstanding wait; the error that says what was awaited and why."""
         waiting = self.channel.waiting_for()
-        self.channel.cancel_wait()
+        self.channel.cancel_wait(f"{what} timed out")
         if gone:
             return StepTimeoutError(
                 f"{what}: agent '{self.channel.agent_name}' has left the ROS graph (stopped or crashed) while this "

@@ -19,6 +19,7 @@ import numpy as np
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
 from spin_decoupler_ros.rl.recording import record_clients
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
@@ -33,7 +34,14 @@ NODE_NAME = "first_order_plant_train"
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv if argv is None else argv
+    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py)."""
+    return quiet_on_ctrl_c(
+        lambda: train(sys.argv if argv is None else argv),
+        lambda: f"[{NODE_NAME}] interrupted (Ctrl-C): an example keeps no checkpoints; run it again",
+    )
+
+
+def train(argv: list[str]) -> int:
     client = RLClient(node_name=NODE_NAME, ros_args=argv, connect=False)
     node = client.node
     total_timesteps = declare_int(node, "total_timesteps", 3000, "SAC training steps", low=1)

@@ -20,6 +20,7 @@ import numpy as np
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
 from spin_decoupler_ros.rl.recording import record_clients
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
@@ -69,7 +70,14 @@ def evaluate(model: Any, env: Any, episodes: int, seed: int) -> tuple[float, flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv if argv is None else argv
+    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py)."""
+    return quiet_on_ctrl_c(
+        lambda: train(sys.argv if argv is None else argv),
+        lambda: f"[{NODE_NAME}] interrupted (Ctrl-C): an example keeps no checkpoints; run it again",
+    )
+
+
+def train(argv: list[str]) -> int:
     client = RLClient(node_name=NODE_NAME, ros_args=argv, connect=False)
     node = client.node
     total_timesteps = declare_int(node, "total_timesteps", 100_000, "PPO training steps", low=1)

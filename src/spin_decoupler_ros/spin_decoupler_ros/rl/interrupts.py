@@ -1,0 +1,68 @@
+"""Ctrl-C on the RL side ends in ``KeyboardInterrupt``, wherever it lands.
+
+Python raises ``KeyboardInterrupt`` where its signal handler runs. When that is inside a
+Python call made from rclpy's C++ code (a message converted while the executor takes
+it), the C++ side sees only that the call failed, and pybind11 raises its own
+``TypeError``/``RuntimeError`` ("Unable to convert ...") in place of the interrupt: a
+learner's ``except KeyboardInterrupt`` then misses it. ``watch_for_ctrl_c`` notes that
+SIGINT came (keeping Python's behaviour otherwise), and ``interruptible`` turns such a
+conversion failure back into ``KeyboardInterrupt``. test_interrupts.py holds it.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+# pybind11's words for a failed conversion, which is what an interrupt inside a Python
+# call from C++ looks like from outside.
+CONVERSION_FAILED = "Unable to convert"
+
+
+class _CtrlC:
+    seen = False  # a SIGINT came since the current interruptible block began
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _CtrlC.seen = True
+    signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as Python's own
+
+
+def watch_for_ctrl_c() -> None:
+    """Note SIGINTs where Python's default handler is in place (a program's own handler is
+    left alone); callable from any thread, and more than once."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """A call into rclpy: a conversion failure that a Ctrl-C caused is raised as
+    ``KeyboardInterrupt`` (from the failure); anything else as it is."""
+    _CtrlC.seen = False
+    try:
+        yield
+    except (TypeError, RuntimeError) as error:
+        if _CtrlC.seen and CONVERSION_FAILED in str(error):
+            raise KeyboardInterrupt("interrupted (Ctrl-C) while rclpy was taking a message") from error
+        raise
+
+
+INTERRUPTED = 130  # the exit code a shell gives a command ended by SIGINT (128 + 2)
+
+
+def quiet_on_ctrl_c(main: Callable[[], int], say: Callable[[], str]) -> int:
+    """Run an entry point's ``main``; Ctrl-C that it did not handle itself ends it with
+    the one line ``say()`` returns (where the run is, how to go on), exit code 130, no
+    traceback."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print(say(), file=sys.stderr, flush=True)
+        return INTERRUPTED

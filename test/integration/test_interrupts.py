@@ -1,0 +1,100 @@
+"""Ctrl-C ends every entry point quietly: one line saying where the run is, exit code
+130, no traceback, no process left; and a learner's Ctrl-C, wherever it lands in a
+step, arrives as KeyboardInterrupt (rl/interrupts.py)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import start_node
+
+from spin_decoupler_ros.rl.checkpoint import read_latest
+from spin_decoupler_ros.rl.training import logged_steps
+from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
+
+PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
+LEARNER = """
+import sys
+from spin_decoupler_ros.rl import RLClient
+from spin_decoupler_ros.core.errors import NotResetError
+
+client = RLClient("/plant", connect_timeout=20, reset_timeout=5.0)
+client.reset()
+client.step([0.1])
+print("ready", flush=True)
+try:
+    while True:
+        client.step([0.3])
+except KeyboardInterrupt:
+    print("interrupted: KeyboardInterrupt", flush=True)
+except BaseException as error:
+    print(f"interrupted: {type(error).__name__}: {error}", flush=True)
+    sys.exit(1)
+try:
+    client.step([0.0])
+    print("next step: served", flush=True)  # (interrupted between two steps)
+except NotResetError as error:
+    print(f"next step: NotResetError: {error}", flush=True)
+print(f"reset: seq {client.reset().seq}", flush=True)
+client.close()
+sys.exit(130)
+"""
+
+
+def test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt(processes: ProcessGroup, tmp_path: Path) -> None:
+    start_node(processes, PLANT, tmp_path, namespace="/plant", params={"rl_timestep": 0.02, "control_rate": 500.0})
+    (tmp_path / "learner.py").write_text(LEARNER)
+    rng = random.Random()
+    for trial in range(8):
+        learner = subprocess.Popen(
+            [sys.executable, str(tmp_path / "learner.py")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            assert learner.stdout is not None
+            assert learner.stdout.readline() == "ready\n"
+            time.sleep(rng.uniform(0.0, 0.3))
+            learner.send_signal(signal.SIGINT)
+            output, _ = learner.communicate(timeout=30)
+        finally:
+            learner.kill()
+        assert learner.returncode == 130, output
+        lines = output.splitlines()
+        assert lines[0] == "interrupted: KeyboardInterrupt", output
+        assert lines[1] == "next step: served" or "was interrupted (Ctrl-C) while this client waited for" in lines[1]
+        assert lines[2] == "reset: seq 0", (trial, output)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_ctrl_c_ends_the_main_job_with_one_line_where_the_run_is(ros_domain: dict[str, str], tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "franka_agent.pipeline", "--total-timesteps", "5000", "--run-dir", str(run_dir)],
+        env={**os.environ, "SPIN_DECOUPLER_COMMAND": "./ws main"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(logged_steps(run_dir / "steps.csv")) < 50:
+            assert job.poll() is None and time.monotonic() < deadline, job.communicate()
+            time.sleep(0.1)
+        job.send_signal(signal.SIGINT)
+        output, errors = job.communicate(timeout=60)
+    finally:
+        job.kill()
+    assert job.returncode == 130, errors
+    assert "Traceback" not in output + errors, errors
+    (line,) = [line for line in errors.splitlines() if line.strip() and not line.startswith("[INFO]")]
+    step = read_latest(run_dir).step
+    assert f"interrupted (Ctrl-C) at step {step}, checkpointed there" in line, line
+    assert line.endswith(f"./ws main --resume {run_dir} goes on from there"), line
+    assert find_process("franka_agent", str(run_dir)) is None  # nothing left running
