@@ -128,9 +128,15 @@ def test_a_rerun_beside_a_stray_agent_says_so_by_name(processes: ProcessGroup, t
 
 
 def test_a_main_job_whose_trainer_fails_leaves_no_process_behind(tmp_path: Path) -> None:
-    """The trainer ends in an error (a bad parameter, found after the robots started):
-    the main job says so, fails, and stops the mock and the agent it started."""
-    command = [sys.executable, "-m", "franka_agent.pipeline", "--seed", "-1", "--run-dir", str(tmp_path / "run")]
+    """The trainer ends in an error (a bad parameter in the config, found by the trainer
+    after the robots started): the main job says so, fails, and stops the mock and the
+    agent it started."""
+    from spin_decoupler_ros.tools.paths import find_config
+
+    config = find_config("panda_reach.yaml", package="franka_agent").read_text()
+    (tmp_path / "bad.yaml").write_text(config.replace("episode_steps: 50 ", "episode_steps: 0 "))
+    command = [sys.executable, "-m", "franka_agent.pipeline", "--config", str(tmp_path / "bad.yaml")]
+    command += ["--run-dir", str(tmp_path / "run")]
     log = tmp_path / "parent.log"
     parent = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
     seen: dict[int, psutil.Process] = {}
@@ -142,7 +148,7 @@ def test_a_main_job_whose_trainer_fails_leaves_no_process_behind(tmp_path: Path)
             break
         time.sleep(0.1)
     assert parent.wait(timeout=60) != 0
-    assert "parameter 'seed'" in log.read_text(), log.read_text()
+    assert "parameter 'episode_steps'" in log.read_text(), log.read_text()
     _, alive = psutil.wait_procs(list(seen.values()), timeout=15)
     left = [" ".join(p.cmdline()[:3]) for p in alive]
     for process in alive:
