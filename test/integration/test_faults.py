@@ -25,7 +25,7 @@ from rclpy.node import Node
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentStatus, StepCommand
-from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS
+from spin_decoupler_ros.contract import COMMAND_QOS, STATUS_QOS
 from spin_decoupler_ros.core import AgentBusyError, EpisodeEndedError, StepTimeoutError
 from spin_decoupler_ros.core.auth import command_tag, new_key, takeover_proof
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv
@@ -52,7 +52,7 @@ class RogueClient:
         self.commands = self.node.create_publisher(StepCommand, "step_command", COMMAND_QOS)
         self.feedback: list[Episode.Feedback] = []
         self.statuses: list[AgentStatus] = []
-        self.node.create_subscription(AgentStatus, "status", self.statuses.append, LATCHED_QOS)
+        self.node.create_subscription(AgentStatus, "status", self.statuses.append, STATUS_QOS)
         self.goal: ClientGoalHandle | None = None
         self.key = b""
         self._answered = 0
@@ -360,6 +360,55 @@ def test_env_truncates_when_the_agent_dies_and_resumes_with_a_new_one(processes:
         assert env.step(np.array([0.5], dtype=np.float32))[4]["seq"] == 1
     finally:
         env.close()
+
+
+def test_an_agent_restarted_after_a_kill_is_taken_as_soon_as_it_is_ready(
+    processes: ProcessGroup, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The killed agent stays in the ROS graph until its DDS lease ends (20 s); its
+    liveliness lapses within AGENT_LIVELINESS_S, and the new one is taken as soon as it is
+    discovered (0.1-2 s after it is ready, measured), long before that lease ends; the
+    wait is said, then its end."""
+    from spin_decoupler_ros.contract import AGENT_LIVELINESS_S
+
+    agent = start_node(processes, PLANT, tmp_path, params=FAST, label="first_agent")
+    env = PlantTrackingEnv(
+        on_agent_lost="truncate",
+        agent_wait_timeout=60,
+        reconnect_attempt_timeout=2,
+        client_options={"connect_timeout": 20, "step_timeout_margin": 1.0},
+    )
+    try:
+        env.reset(seed=0)
+        env.step(np.array([0.5], dtype=np.float32))
+        agent.kill(signal.SIGKILL)
+        truncated = env.step(np.array([0.5], dtype=np.float32))[3]
+        assert truncated
+        start_node(processes, PLANT, tmp_path, params=FAST, label="second_agent")
+        ready = time.monotonic()
+        _, info = env.reset(seed=1)
+        assert time.monotonic() - ready < AGENT_LIVELINESS_S + 2.5  # (before: 17.6 s, the dead agent's lease)
+        assert info["seq"] == 0 and env.step(np.array([0.5], dtype=np.float32))[4]["seq"] == 1
+    finally:
+        env.close()
+    said = capfd.readouterr().err
+    assert "waiting for agent '/' to come back (up to 60 s): step 2: agent '/' did not answer" in said, said
+    assert "agent '/' answers again after" in said, said
+
+
+def test_a_reset_against_a_killed_agent_fails_once_its_liveliness_lapses(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    from spin_decoupler_ros.contract import AGENT_LIVELINESS_S
+
+    agent = start_node(processes, PLANT, tmp_path, params=FAST)
+    with RLClient(connect_timeout=20, reset_timeout=30.0) as client:
+        client.reset()
+        agent.kill(signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(StepTimeoutError, match=r"reset: agent '/' stopped asserting its liveliness for 2.5 s"):
+            client.reset()
+        assert time.monotonic() - started < AGENT_LIVELINESS_S + 2.0  # (the lease, two graph checks, a margin)
 
 
 @pytest.mark.parametrize(

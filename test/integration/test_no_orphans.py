@@ -127,6 +127,46 @@ def test_a_rerun_beside_a_stray_agent_says_so_by_name(processes: ProcessGroup, t
             RLClient("/plant", connect_timeout=20).close()
 
 
+@pytest.mark.parametrize("stray_starts", ["before_connect", "after_connect", "mid_episode"])
+def test_a_second_agent_is_named_whenever_it_started(
+    processes: ProcessGroup, tmp_path: Path, stray_starts: str
+) -> None:
+    """A stray agent in the namespace, started before the client connects, between its
+    connect and its first reset, or while an episode runs: once DDS has shown it to the
+    client, the next connect or reset refuses, naming both nodes and the namespace."""
+    from helpers import start_node
+
+    from spin_decoupler_ros.core import AgentConflictError
+    from spin_decoupler_ros.rl import RLClient
+
+    def stray() -> None:
+        start_node(processes, PLANT, tmp_path, namespace="/plant", label="stray")
+
+    named = r"2 agents answer at '/plant' \(/plant/first_order_plant_agent, /plant/first_order_plant_agent\)"
+    if stray_starts == "before_connect":
+        stray()
+    start_node(processes, PLANT, tmp_path, namespace="/plant", label="this_run")
+    client = RLClient("/plant", connect=False)
+    try:
+        if stray_starts == "before_connect":
+            with pytest.raises(AgentConflictError, match=named):
+                while client.node.count_publishers("/plant/status") < 2:  # (until DDS shows both)
+                    client.rl_node.spin_once(0.05)
+                client.connect(timeout=20)
+            return
+        client.connect(timeout=20)
+        if stray_starts == "mid_episode":
+            client.reset()
+            client.step([0.1])
+        stray()
+        while client.node.count_publishers("/plant/status") < 2:
+            client.rl_node.spin_once(0.05)
+        with pytest.raises(AgentConflictError, match=named):
+            client.reset()
+    finally:
+        client.close()
+
+
 def test_a_main_job_whose_trainer_fails_leaves_no_process_behind(tmp_path: Path) -> None:
     """The trainer ends in an error (a bad parameter in the config, found by the trainer
     after the robots started): the main job says so, fails, and stops the mock and the

@@ -31,16 +31,16 @@ from typing import Any, ClassVar
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.clock import ROSClock
+from rclpy.clock import Clock, ClockType, ROSClock
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.timer import Timer
 
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand, StepTiming
 from spin_decoupler_ros.agent.diagnostics import AgentDiagnostics, Check, declare_health_parameters
+from spin_decoupler_ros.contract import AGENT_ALIVE_EVERY_S, COMMAND_QOS, LATCHED_QOS, STATUS_QOS, TIMING_QOS
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
     float64_field,
@@ -65,17 +65,6 @@ from spin_decoupler_ros.params import (
 )
 from spin_decoupler_ros.tools.realtime import request_realtime
 
-# Commands must not be lost: reliable, a few deep (the RL side sends one at a time).
-COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-# Status and description are state, not events: latched for late joiners.
-LATCHED_QOS = QoSProfile(
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    history=HistoryPolicy.KEEP_LAST,
-)
-# Timing records are for logs; a slow logger must not stall the agent.
-TIMING_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 # A self-clocked agent simulates ticks back to back for at most this long (wall) per
 # callback, so commands, cancels and goals are taken in between.
 SIMULATION_SLICE_S = 0.002
@@ -93,27 +82,12 @@ LEARNER_STATES = {
 # Lifecycle states an agent can be brought to at start (parameter start_state).
 START_STATES = ("active", "inactive", "unconfigured")
 
-_OUTCOME_NAMES = {
-    Episode.Result.ENDED: "ENDED",
-    Episode.Result.FINISHED: "FINISHED",
-    Episode.Result.ABORTED: "ABORTED",
-    Episode.Result.WATCHDOG: "WATCHDOG",
-    Episode.Result.CANCELED: "CANCELED",
-    Episode.Result.DEACTIVATED: "DEACTIVATED",
-    Episode.Result.ROBOT_STOPPED: "ROBOT_STOPPED",
-}
-
-
 # How long a finished episode's goal is kept for its result (rclpy drops it within twice
 # this). Each status message of the action lists every kept goal and each client converts
 # the whole list on every goal change, so the list must stay short however short the
 # episodes. The client asks for the result as soon as its goal is accepted, long before
 # the episode ends. (test_decoupler.py::test_finished_episodes_leave_the_action_status_soon)
 RESULT_KEPT_S = 1  # (an int: rclpy types it so)
-
-
-def outcome_name(outcome: int) -> str:
-    return _OUTCOME_NAMES.get(outcome, f"outcome {outcome}")
 
 
 @dataclass
@@ -473,7 +447,10 @@ class AgentNode(LifecycleNode):
 
         self._last_duration_ns = 0  # the last observed action's, for the learner's think time
         self._diagnostics = AgentDiagnostics(self, diagnostics_period, self._health_checks)
-        self._status_pub = self.create_publisher(AgentStatus, "status", LATCHED_QOS)
+        self._status_pub = self.create_publisher(AgentStatus, "status", STATUS_QOS)
+        self._alive_timer = self.create_timer(
+            AGENT_ALIVE_EVERY_S, self._status_pub.assert_liveliness, clock=Clock(clock_type=ClockType.STEADY_TIME)
+        )
         self._description_pub = self.create_publisher(AgentDescription, "description", LATCHED_QOS)
         self._timing_pub = self.create_publisher(StepTiming, "step_timing", TIMING_QOS)
         self._command_sub = self.create_subscription(StepCommand, "step_command", self._on_step_command, COMMAND_QOS)

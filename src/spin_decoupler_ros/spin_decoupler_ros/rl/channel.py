@@ -27,7 +27,7 @@ from rclpy.task import Future
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
 from spin_decoupler_ros.action_clients import drop_orphaned_futures, feedback_taker
-from spin_decoupler_ros.agent.agent_node import COMMAND_QOS, LATCHED_QOS, outcome_name
+from spin_decoupler_ros.contract import COMMAND_QOS, LATCHED_QOS, STATUS_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
     duration_to_ns,
     float64_field,
@@ -55,6 +55,7 @@ from spin_decoupler_ros.core.timing import (
     ns_to_seconds,
     seconds_to_ns,
 )
+from spin_decoupler_ros.qos_events import SubscriptionEventCallbacks
 from spin_decoupler_ros.rl.recording import RunRecorder
 
 
@@ -138,6 +139,7 @@ class AgentChannel:
         self.client_id = client_id or make_client_id(node)
         self.description: AgentDescription | None = None
         self.status: AgentStatus | None = None
+        self.status_heard_at = -1.0  # (monotonic) when the last status came: a dead agent says nothing new
         self.spec: ActionSpec | None = None
         self.offsets = ClockOffsetEstimator()
         self._action_client: ActionClient = ActionClient(node, Episode, join_name(agent_namespace, "episode"))
@@ -146,8 +148,15 @@ class AgentChannel:
         self._description_sub = node.create_subscription(
             AgentDescription, join_name(agent_namespace, "description"), self._on_description, LATCHED_QOS
         )
+        # Status writers whose liveliness lapsed (contract.AGENT_LIVELINESS_S): a crashed
+        # agent counts as gone from then on, long before the graph forgets it.
+        self.lapsed_agents = 0
         self._status_sub = node.create_subscription(
-            AgentStatus, join_name(agent_namespace, "status"), self._on_status, LATCHED_QOS
+            AgentStatus,
+            join_name(agent_namespace, "status"),
+            self._on_status,
+            STATUS_QOS,
+            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness),
         )
         self._waiting = _Waiting.NOTHING
         self._goal_future: Future | None = None
@@ -198,7 +207,9 @@ class AgentChannel:
         """The Episode server is there and the agent's latched description and status have
         arrived (a refused reset names the client the agent serves from that status: test
         ``test_faults.py::test_a_second_client_is_refused_while_the_first_one_is_active``)."""
-        return self._action_client.server_is_ready() and self.description is not None and self.status is not None
+        if not (self._action_client.server_is_ready() and self.description is not None and self.status is not None):
+            return False
+        return self.live_agents()[0] > 0  # (not only a dead one, which the graph still holds)
 
     def agent_in_graph(self) -> bool:
         """Whether the agent is still there: it has not said it is shutting down, and the
@@ -206,7 +217,20 @@ class AgentChannel:
         the graph until its DDS lease runs out: 20 s with Fast DDS's defaults.)"""
         if self.status is not None and self.status.state == AgentStatus.OFFLINE:
             return False
-        return self._action_client.server_is_ready() or self.node.count_publishers(self.status_topic) > 0
+        in_graph = self._action_client.server_is_ready() or self.node.count_publishers(self.status_topic) > 0
+        return in_graph and self.live_agents()[0] > 0
+
+    def _on_liveliness(self, info: Any) -> None:  # (QoSLivelinessChangedInfo: named apart on Humble)
+        self.lapsed_agents = info.not_alive_count
+
+    def live_agents(self) -> tuple[int, list[str]]:
+        """How many agents answer in this namespace, and the names of the nodes that may
+        (publishing its status or serving its Episode action): those in the graph, less
+        those whose liveliness has lapsed (dead, or frozen), which the graph holds on to."""
+        writers = self.node.get_publishers_info_by_topic(self.status_topic)
+        servers = self.node.get_publishers_info_by_topic(self._agent_topic("episode/_action/feedback"))
+        names = sorted(join_name(info.node_namespace, info.node_name) for info in writers or servers)
+        return max(len(writers), len(servers)) - self.lapsed_agents, names
 
     def _on_description(self, msg: AgentDescription) -> None:
         self.description = msg
@@ -216,6 +240,7 @@ class AgentChannel:
         if self._recorder is not None:
             self._recorder.write(self._status_sub.topic_name, msg)
         self.status = msg
+        self.status_heard_at = time.monotonic()
         if self._refused_at is not None and self._status_explains_refusal():
             self._refuse()
 
@@ -230,8 +255,9 @@ class AgentChannel:
 
     @property
     def agent_name(self) -> str:
-        """The agent's namespace as a name for messages ("/" for the root namespace)."""
-        return "/" + self.namespace.strip("/")
+        """The agent's namespace as a name for messages, as this client resolves it (a
+        namespace given by remapping the client's node included; "/" for the root)."""
+        return self.status_topic.rsplit("/", 1)[0] or "/"
 
     # -- sending ------------------------------------------------------------------------
 

@@ -18,9 +18,9 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from spin_decoupler_msgs.msg import AgentDescription
+from spin_decoupler_ros.contract import AGENT_LIVELINESS_S
 from spin_decoupler_ros.conversions import duration_to_ns
-from spin_decoupler_ros.core.errors import AgentConflictError, AgentNotFoundError, StepTimeoutError
-from spin_decoupler_ros.core.naming import join_name
+from spin_decoupler_ros.core.errors import AgentConflictError, AgentError, AgentNotFoundError, StepTimeoutError
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
@@ -30,6 +30,8 @@ from spin_decoupler_ros.rl.interrupts import interruptible, watch_for_ctrl_c
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.
 SECOND_AGENT_SETTLE_S = 0.2
+# Callbacks taken (at most) before agents are counted, should news be waiting.
+NEWS_TAKEN_AT_ONCE = 8
 # How long a conflict's message waits for the agents' node names to be discovered.
 NAME_SETTLE_S = 2.0
 _UNKNOWN = "_UNKNOWN_"  # (rmw's _NODE_NAME_UNKNOWN_ before a node's name is known)
@@ -157,13 +159,15 @@ class RLClient:
     # -- connection ---------------------------------------------------------------------
 
     def connect(self, timeout: float | None = None) -> AgentDescription:
-        """Wait for the agent's action server and its latched description."""
+        """Wait for a live agent's action server and its latched description (a dead
+        agent, which the graph holds on to for a while, does not count)."""
         timeout = self.connect_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
+        self._take_news(0.0)
         while not self.channel.server_ready():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                missing = "its Episode action server" if not self.channel.server_ready() else ""
+                missing = "a live agent's Episode action server" if not self.channel.server_ready() else ""
                 if self.channel.description is None:
                     missing = "its description" if not missing else missing + " and its description"
                 raise AgentNotFoundError(
@@ -173,28 +177,38 @@ class RLClient:
                 )
             self.rl_node.spin_once(min(remaining, 0.05))
         assert self.channel.description is not None
-        self._refuse_a_second_agent()
+        self._refuse_a_second_agent(SECOND_AGENT_SETTLE_S)
         return self.channel.description
 
-    def _refuse_a_second_agent(self) -> None:
-        """Two agents in one namespace (most often a stray one, left by another run) would
-        both take this client's goals: refuse, naming them
-        (test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name)."""
-        time.sleep(SECOND_AGENT_SETTLE_S)  # (a second one is discovered a moment after the first)
-        agents = self.node.get_publishers_info_by_topic(self.channel.status_topic)
+    def _refuse_a_second_agent(self, settle: float = 0.0) -> None:
+        """Two live agents in one namespace (most often a stray one, left by another run)
+        would both take this client's goals: refuse, naming them. Asked at connect (after
+        ``settle`` s: a second agent is discovered a moment after the first), before every
+        reset, and when a wait fails (test_no_orphans.py::
+        test_a_second_agent_is_named_whenever_it_started)."""
+        self._take_news(settle)
+        count, names = self.channel.live_agents()
+        if count <= 1:
+            return
         # A publisher is discovered before its node's name is (the graph says
         # _NODE_NAME_UNKNOWN_ meanwhile): give the names a moment to arrive.
         deadline = time.monotonic() + NAME_SETTLE_S
-        while len(agents) > 1 and any(_UNKNOWN in info.node_name for info in agents) and time.monotonic() < deadline:
+        while any(_UNKNOWN in name for name in names) and time.monotonic() < deadline:
             time.sleep(0.02)
-            agents = self.node.get_publishers_info_by_topic(self.channel.status_topic)
-        if len(agents) > 1:
-            names = ", ".join(sorted(join_name(info.node_namespace, info.node_name) for info in agents))
-            raise AgentConflictError(
-                f"{len(agents)} agents answer at '{self.channel.agent_name}' ({names}): another run's agent may "
-                "still be running on this ROS domain (or one died less than 20 s ago: DDS forgets a dead process "
-                "when its lease ends); stop it, or use another namespace or ROS_DOMAIN_ID"
-            )
+            count, names = self.channel.live_agents()
+        raise AgentConflictError(
+            f"{count} agents answer at '{self.channel.agent_name}' ({', '.join(names)}): another run's agent may "
+            "still be running on this ROS domain; stop it, or use another namespace or ROS_DOMAIN_ID"
+        )
+
+    def _take_news(self, seconds: float) -> None:
+        """Spin for ``seconds`` and take what is ready (at least once): the agents' status
+        and liveliness news is in before they are counted."""
+        deadline = time.monotonic() + seconds
+        for _ in range(NEWS_TAKEN_AT_ONCE):
+            self.rl_node.spin_once(0.0)
+        while (remaining := deadline - time.monotonic()) > 0:
+            self.rl_node.spin_once(min(remaining, 0.02))
 
     @property
     def description(self) -> AgentDescription:
@@ -222,6 +236,7 @@ class RLClient:
     def reset(self, seed: int | None = None, options: Sequence[float] | np.ndarray = ()) -> StepAnswer:
         """Start a new episode; return the agent's reset observation (seq 0) and ATO."""
         self.description  # noqa: B018
+        self._refuse_a_second_agent()
         self.channel.send_reset(seed, options)
         return self._wait(self.reset_timeout, "reset")
 
@@ -286,6 +301,12 @@ class RLClient:
         except KeyboardInterrupt:
             self.channel.cancel_wait(f"{what} was interrupted (Ctrl-C)")
             raise
+        except (AgentError, StepTimeoutError) as error:
+            try:
+                self._refuse_a_second_agent()  # (two agents' answers interleaved: say why)
+            except AgentConflictError as conflict:
+                raise conflict from error
+            raise
 
     def _await_answer(self, timeout: float, what: str, due_in: float | None, start: float | None) -> StepAnswer:
         start = time.monotonic() if start is None else start
@@ -326,9 +347,14 @@ class RLClient:
         waiting = self.channel.waiting_for()
         self.channel.cancel_wait(f"{what} timed out")
         if gone:
+            how = (
+                f"stopped asserting its liveliness for {AGENT_LIVELINESS_S:g} s (crashed, or frozen)"
+                if self.channel.lapsed_agents
+                else "has left the ROS graph (stopped or crashed)"
+            )
             return StepTimeoutError(
-                f"{what}: agent '{self.channel.agent_name}' has left the ROS graph (stopped or crashed) while this "
-                f"client waited for {waiting}: no answer can come; given up after {timeout:.3g} s"
+                f"{what}: agent '{self.channel.agent_name}' {how} while this client waited for {waiting}: no "
+                f"answer can come; given up after {timeout:.3g} s"
             )
         return StepTimeoutError(
             f"{what}: agent '{self.channel.agent_name}' did not answer within {timeout:.3g} s "

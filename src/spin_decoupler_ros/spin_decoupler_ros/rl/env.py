@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
+from spin_decoupler_ros.contract import AGENT_LIVELINESS_S
 from spin_decoupler_ros.core.errors import (
     AgentConflictError,
     AgentError,
@@ -30,7 +30,9 @@ from spin_decoupler_ros.rl.client import RLClient
 AgentLostPolicy = Literal["raise", "truncate"]
 # How often a reset asks an inactive (paused) agent, or one whose robot waits for a person, again.
 INACTIVE_RETRY_S = 0.5
-_log = logging.getLogger("spin_decoupler.env")
+# While waiting for a lost agent: said at once, then every this long or half the time
+# waited so far, whichever is longer (a slowing interval).
+WAIT_REPORT_S = 10.0
 
 
 def _records_its_arguments(init: Callable[..., None]) -> Callable[..., None]:
@@ -204,6 +206,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         self._steps = 0
         self._last_observation: np.ndarray | None = None
         self._agent_lost = False
+        self._lost_at = 0.0  # (monotonic) when the agent was lost
+        self._lost_reason = ""  # and why
         self.while_acting: Callable[[], None] | None = None
         # A seeded reset is deterministic, a step is not: it runs in real (or simulated) time.
         # gymnasium.make(env.spec) makes an equivalent env: the arguments this one was
@@ -259,9 +263,10 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
         if not self._agent_lost:
             try:
                 return self.complete_reset(self.client.reset(agent_seed, reset_options))
-            except (AgentInactiveError, RobotStoppedError):  # paused, or the robot needs a person: wait
+            except (AgentInactiveError, RobotStoppedError) as exc:  # paused, or the robot needs a person: wait
                 if self.on_agent_lost == "raise":
                     raise
+                self._lost_reason = str(exc)
         answer = self._reset_when_agent_returns(agent_seed, reset_options)
         return self.complete_reset(answer)
 
@@ -278,6 +283,8 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
             # (After a robot stop the next reset recovers it, or waits for a person.)
             outcome = exc.outcome if isinstance(exc, EpisodeEndedError) else ""
             self._agent_lost = isinstance(exc, StepTimeoutError) or outcome == "DEACTIVATED"
+            self._lost_at = time.monotonic()
+            self._lost_reason = str(exc)
             info = {"truncated_reason": str(exc), "agent_outcome": outcome}
             return self._last_observation.copy(), 0.0, False, True, info
         return self.complete_step(request.action, request.duration, answer)
@@ -327,34 +334,57 @@ class DecoupledEnv(gym.Env[np.ndarray, np.ndarray]):
     def _reset_when_agent_returns(self, seed: int, options: Sequence[float]) -> StepAnswer:
         """After the agent was lost: retry the reset until an agent answers, or give up.
 
-        A crashed agent can look alive to DDS for a while (its participant's lease has
-        to expire), so each attempt is short and the next one goes to whichever agent
-        is there by then."""
-        deadline = time.monotonic() + self.agent_wait_timeout
-        said = ""  # the last robot stop reported
+        Each attempt is short and the next one goes to whichever agent is there by then
+        (a crashed one counts as gone once its liveliness lapses: contract.py). What it
+        waits for is said at once, then at a slowing interval, and when it goes on
+        (test_faults.py::test_an_agent_restarted_after_a_kill_is_taken_as_soon_as_it_is_ready)."""
+        started = time.monotonic()
+        deadline = started + self.agent_wait_timeout
+        logger = self.client.node.get_logger()
+        agent = self.client.channel.agent_name
+        logger.warning(
+            f"waiting for agent '{agent}' to come back (up to {self.agent_wait_timeout:.0f} s): {self._lost_reason}"
+        )
+        said_at, said = started, self._lost_reason  # when the wait was last said, and what it said
+        channel = self.client.channel
         while True:
+            if channel.status_heard_at < self._lost_at and time.monotonic() - self._lost_at < AGENT_LIVELINESS_S:
+                # Nothing new from an agent yet, and a dead one may still look alive (its
+                # liveliness has not lapsed): wait for a status, which a new agent says at once.
+                self.client.rl_node.spin_once(0.05)
+                continue
             remaining = deadline - time.monotonic()
             attempt = min(self.reconnect_attempt_timeout, max(remaining, 0.1))
             saved, self.client.reset_timeout = self.client.reset_timeout, attempt
             try:
-                self.client.connect(timeout=max(remaining, 0.0))
+                self.client.connect(timeout=min(attempt, max(remaining, 0.0)))
                 answer = self.client.reset(seed, options)
-            except (AgentInactiveError, RobotStoppedError) as exc:  # refused at once: ask again in a while
-                if time.monotonic() >= deadline:
+            except (
+                AgentInactiveError,
+                RobotStoppedError,
+                StepTimeoutError,
+                AgentNotFoundError,
+                AgentError,
+                AgentConflictError,
+            ) as exc:
+                now = time.monotonic()
+                if now >= deadline:
                     raise
-                if isinstance(exc, RobotStoppedError) and str(exc) != said:
-                    said = str(exc)
-                    _log.warning("waiting for the robot (up to %.0f s more): %s", deadline - time.monotonic(), exc)
-                time.sleep(min(INACTIVE_RETRY_S, max(deadline - time.monotonic(), 0.0)))
-                continue
-            except (StepTimeoutError, AgentNotFoundError, AgentError, AgentConflictError):
-                # (a conflict: the agent that died is still in the graph until its DDS lease ends)
-                if time.monotonic() >= deadline:
-                    raise
+                waited = now - started
+                if str(exc) != said or now - said_at >= max(WAIT_REPORT_S, waited / 2):
+                    said_at, said = now, str(exc)
+                    logger.warning(
+                        f"waiting for agent '{agent}' to come back ({waited:.0f} s so far, up to "
+                        f"{self.agent_wait_timeout:.0f} s): {exc}"
+                    )
+                if isinstance(exc, (AgentInactiveError, RobotStoppedError, AgentConflictError)):
+                    # refused at once: ask again soon, taking the agents' news meanwhile
+                    self.client.rl_node.spin_once(min(INACTIVE_RETRY_S, max(deadline - time.monotonic(), 0.0)))
                 continue
             finally:
                 self.client.reset_timeout = saved
             self._agent_lost = False
+            logger.info(f"agent '{agent}' answers again after {time.monotonic() - started:.1f} s: going on")
             return answer
 
     def split_action(self, action: np.ndarray) -> StepRequest:

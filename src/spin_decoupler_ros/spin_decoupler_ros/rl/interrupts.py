@@ -6,7 +6,7 @@ it), the C++ side sees only that the call failed, and pybind11 raises its own
 ``TypeError``/``RuntimeError`` ("Unable to convert ...") in place of the interrupt: a
 learner's ``except KeyboardInterrupt`` then misses it. ``watch_for_ctrl_c`` notes that
 SIGINT came (keeping Python's behaviour otherwise), and ``interruptible`` turns such a
-conversion failure back into ``KeyboardInterrupt``. test_interrupts.py holds it.
+conversion failure back into ``KeyboardInterrupt``. test_ctrl_c_translation.py and test_interrupts.py hold it.
 """
 
 from __future__ import annotations
