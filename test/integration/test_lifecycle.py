@@ -176,11 +176,12 @@ def test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits(
 
 
 def test_training_pauses_while_the_agent_is_deactivated_and_goes_on_once_it_is_activated(
-    processes: ProcessGroup, tmp_path: Path
+    processes: ProcessGroup, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """An operator's pause: with on_agent_lost="truncate" the episode ends truncated,
-    saying why, and the next reset waits until the agent is active again."""
-    start_node(processes, PLANT, tmp_path, params=FAST)
+    saying why, and the next reset waits until the agent is active again, saying so; the
+    agent says its refusal of the retried resets once, not at each."""
+    agent = start_node(processes, PLANT, tmp_path, params=FAST)
     operator = LifecycleClient("first_order_plant_agent")
     env = PlantTrackingEnv(on_agent_lost="truncate", agent_wait_timeout=60, client_options={"connect_timeout": 20})
     try:
@@ -190,7 +191,7 @@ def test_training_pauses_while_the_agent_is_deactivated_and_goes_on_once_it_is_a
         _, reward, terminated, truncated, info = env.step(np.array([0.5], dtype=np.float32))
         assert truncated and not terminated and reward == 0.0
         assert "DEACTIVATED" in info["truncated_reason"]
-        paused = 1.5
+        paused = 4.0  # (retried after AGENT_LIVELINESS_S without news, every INACTIVE_RETRY_S)
         activate = threading.Timer(paused, operator.change, args=(Transition.TRANSITION_ACTIVATE,))
         started = time.monotonic()
         activate.start()
@@ -201,3 +202,7 @@ def test_training_pauses_while_the_agent_is_deactivated_and_goes_on_once_it_is_a
     finally:
         env.close()
         operator.close()
+    said = capfd.readouterr().err
+    assert "waiting for agent '/' to come back (up to 60 s): " in said and "answers again after" in said, said
+    refusals = [line for line in agent.log_text().splitlines() if "rejected an episode" in line]
+    assert len(refusals) == 1 and "the agent is not active" in refusals[0], refusals

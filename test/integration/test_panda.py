@@ -643,3 +643,34 @@ def test_joint_states_of_other_joints_on_the_same_topic_are_ignored(processes: P
     for answer in answers:
         np.testing.assert_allclose(answer.observation[:7], panda.HOME, atol=5e-3)
         np.testing.assert_allclose(answer.observation[7:14], 0.0, atol=0.02)
+
+
+def test_an_agent_without_joint_states_says_which_topic_it_waits_on(processes: ProcessGroup, tmp_path: Path) -> None:
+    """No driver, no mock: the agent is ready (it holds nothing) and says, again and
+    again, which topic it has no joint state on; once states come, that they do."""
+    agent = start_agent(processes, tmp_path, use_sim_time=False)
+    deadline = time.monotonic() + 20
+    said = "no joint state on /franka/joint_states yet: commanding nothing (is the robot's driver, or the mock"
+    while said not in agent.log_text():
+        assert time.monotonic() < deadline, agent.log_text()
+        time.sleep(0.2)
+    start_mock(processes, tmp_path, speed=1.0)
+    while "joint states arrive on /franka/joint_states: commanding the arm" not in agent.log_text():
+        assert time.monotonic() < deadline + 20, agent.log_text()
+        time.sleep(0.2)
+
+
+def test_an_agent_asking_its_time_in_init_is_told_to_ask_from_setup(ros_domain: dict[str, str]) -> None:
+    from spin_decoupler_ros.agent import AgentNode
+
+    class EarlyAgent(AgentNode):
+        def __init__(self) -> None:
+            super().__init__("early_agent", action_low=[-1.0], action_high=[1.0], observation_size=1)
+            self.started_ns = self.now_ns()  # (what an earlier skeleton showed)
+
+    rclpy.init()
+    try:
+        with pytest.raises(RuntimeError, match=r"EarlyAgent asked now_ns\(\) before it was configured: .* setup\(\)"):
+            EarlyAgent()
+    finally:
+        rclpy.shutdown()

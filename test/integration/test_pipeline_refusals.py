@@ -67,6 +67,8 @@ CASES = [
     (("--rl-timestep", "0"), "--rl-timestep 0: must be from 0.0001 to 60"),
     (("--control-rate", "0"), "--control-rate 0: must be from 1 to 5000"),
     (("--timing-model", "later"), "--timing-model: timing model 'later': unknown kind"),
+    (("--rl-timestep", "0.005"), "--rl-timestep 0.005 s must exceed the control period 1/100 Hz = 0.01 s"),
+    (("--control-rate", "5"), "--rl-timestep 0.1 s must exceed the control period 1/5 Hz = 0.2 s"),
     (("--config", "{runs}/no_ros_parameters.yaml"), "node 'panda_trainer' holds no 'ros__parameters'"),
     (("--config", "{runs}/missing.yaml"), "--config: params file '{runs}/missing.yaml' cannot be read"),
     (("--run-dir", "{runs}/a_file/run"), "--run-dir: '{runs}/a_file/run' cannot be written by this user"),

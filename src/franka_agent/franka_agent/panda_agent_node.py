@@ -340,6 +340,8 @@ class PandaAgent(AgentNode):
 
     def _keep(self, stamp_ns: int, q: np.ndarray, dq: np.ndarray) -> None:
         """Make ``q``, ``dq`` (stamped ``stamp_ns``) the arm's state the loop reads."""
+        if self._q is None:
+            self.get_logger().info(f"joint states arrive on {self.joint_states_topic}: commanding the arm")
         self._state_stamp_ns = stamp_ns
         self._q, self._dq = q, dq
         self._state_ns = self.now_ns()  # within a tick of its arrival
@@ -452,8 +454,13 @@ class PandaAgent(AgentNode):
             if not self.controller.settle_uncertainty(q, dq, self._state_stamp_ns):
                 return  # not at rest yet: the controller goes on with whichever it has
         command = self.controller.command(now_ns)
-        if command is None:
-            return  # nothing measured yet: the joint controller holds the arm where it is
+        if command is None:  # nothing measured yet: the joint controller holds the arm where it is
+            self.get_logger().warning(
+                f"no joint state on {self.joint_states_topic} yet: commanding nothing (is the robot's driver, or the "
+                "mock, running and publishing there?)",
+                throttle_duration_sec=5.0,
+            )
+            return
         if not all(np.isfinite(q).all() and np.isfinite(v).all() for q, v in command.points):
             # Never sent: plan again from where the arm really is, and say so (the
             # episode fails with this text and the arm holds).

@@ -167,6 +167,22 @@ def check_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
         raise Refusal(f"{run_dir} is not writable: the resumed run appends to it")
 
 
+def check_step_timing(args: argparse.Namespace) -> None:
+    """The agent's rule, checked here first: an RL step lasts longer than a control period
+    (--rl-timestep and --control-rate, or the config's values)."""
+    import yaml
+
+    config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
+    agent = yaml.safe_load(config.read_text()).get("/**/panda_agent", {}).get("ros__parameters", {})
+    timestep = args.rl_timestep if args.rl_timestep is not None else float(agent.get("rl_timestep", 0.1))
+    rate = args.control_rate if args.control_rate is not None else float(agent.get("control_rate", 100.0))
+    if timestep <= 1.0 / rate:
+        raise Refusal(
+            f"--rl-timestep {timestep:g} s must exceed the control period 1/{rate:g} Hz = {1.0 / rate:g} s "
+            "(raise --control-rate, or lengthen the step)"
+        )
+
+
 def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Every option and every file the job needs, before anything is created or started;
     Refusal naming the first that is wrong (test_pipeline_refusals.py)."""
@@ -200,6 +216,7 @@ def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             TimingModel.parse(args.timing_model)
         except ParameterError as exc:
             raise Refusal(f"--timing-model: {exc}") from None
+    check_step_timing(args)
     if not args.resume:
         try:
             check_run_dir(args.run_dir or "", TASK)

@@ -238,8 +238,9 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             node,
             "run_dir",
             "",
-            "the run folder (empty: a fresh dated one under $SPIN_DECOUPLER_RUNS or the checkout's runs/); "
-            "one that already holds a run is refused",
+            "the run folder (empty: a fresh dated panda_reach/<date-time> under $SPIN_DECOUPLER_RUNS, else "
+            "the runs/ of the checkout the code runs from, else ~/.ros/spin_decoupler/runs); one that already "
+            "holds a run is refused",
         )
         checkpoint_every = declare_int(
             node, "checkpoint_every", 1000, "steps between checkpoints (0: only at the end)", low=0
@@ -487,7 +488,12 @@ RUN_FOLDER_README = """\
 - steps.csv, episodes.csv: every step's timing (LAT, ATO, durations) and reward; each episode
 - results.json: the evaluation; learning_curve.png, lat_histogram.png
 - model.zip: the trained policy (./ws main --evaluate model.zip evaluates it again)
-- checkpoints/: resume with ./ws main --resume <this folder> (launch: resume:=<this folder>)
+- checkpoints/: resume with ./ws main --resume <this folder> (launch: resume:=<this folder>); a
+  finished run is extended with --resume <this folder> --extend-to <steps>, its outputs kept in
+  finished_at_<steps>/
+- options.json: how the run was started. The same options and seed on this machine repeat
+  steps.csv (all but wall_time, round_trip, clock_offset) under every timing model but wall;
+  under wall, time is the machine's and nothing repeats exactly
 - run.mcap (run.N.mcap after a resume): the run's messages, ros2 bag's MCAP layout:
   ros2 bag info run.mcap, ros2 bag play run.mcap, or open it in Foxglove or PlotJuggler
 - tensorboard/: SB3's scalars and the timing ones (timing/*): tensorboard --logdir tensorboard

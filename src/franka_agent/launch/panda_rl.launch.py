@@ -7,14 +7,13 @@ computer in the same ROS_DOMAIN_ID; launch ends when training ends.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
-from launch.event_handlers import OnProcessExit
-from launch.events import Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from franka_agent.launch_arguments import config_and_namespace
+from spin_decoupler_ros.example_launch import end_with_the_trainer
 
 _OVERRIDES = {
     "total_timesteps": int,
@@ -41,8 +40,7 @@ def _trainer(context: LaunchContext) -> list[object]:
         parameters=[LaunchConfiguration("config").perform(context), overrides],
         output="screen",
     )
-    # The experiment is over when the trainer exits.
-    return [trainer, RegisterEventHandler(OnProcessExit(target_action=trainer, on_exit=[EmitEvent(event=Shutdown())]))]
+    return [trainer, end_with_the_trainer(trainer)]  # (the experiment is over; a failed trainer fails the launch)
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -62,8 +60,9 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "run_dir",
                 default_value="",
-                description="run folder (empty: a fresh dated runs/panda_reach/<date-time> under "
-                "$SPIN_DECOUPLER_RUNS or ~/.ros/spin_decoupler/runs; one holding a run is refused)",
+                description="run folder (empty: a fresh dated panda_reach/<date-time> under $SPIN_DECOUPLER_RUNS, "
+                "else the runs/ of the checkout the code runs from, else ~/.ros/spin_decoupler/runs; one holding a "
+                "run is refused)",
             ),
             DeclareLaunchArgument(
                 "checkpoint_every", default_value="", description="steps between checkpoints (empty: the config's)"

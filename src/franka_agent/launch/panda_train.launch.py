@@ -32,8 +32,8 @@ _ARGUMENTS = {
     "seed": ("", "seed (empty: the config's)"),
     "run_dir": (
         "",
-        "run folder (empty: a fresh dated runs/panda_reach/<date-time> under $SPIN_DECOUPLER_RUNS or "
-        "~/.ros/spin_decoupler/runs; one holding a run is refused)",
+        "run folder (empty: a fresh dated panda_reach/<date-time> under $SPIN_DECOUPLER_RUNS, else the runs/ of "
+        "the checkout the code runs from, else ~/.ros/spin_decoupler/runs; one holding a run is refused)",
     ),
     "checkpoint_every": ("", "steps between checkpoints (empty: the config's)"),
     "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),

@@ -8,12 +8,33 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
+from launch.events.process import ProcessExited
+from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 PACKAGE = "spin_decoupler_ros"
+
+
+class TrainerFailed(RuntimeError):
+    """Raised from the trainer's exit handler: ``ros2 launch`` then ends with exit code 1
+    (its service turns an exception in an event handler into a failed launch)."""
+
+
+def end_with_the_trainer(trainer: Node) -> RegisterEventHandler:
+    """When the trainer exits the experiment is over: shut the launch down, and fail it
+    when the trainer failed (a refused option, a crash), so that a script or CI job that
+    runs ``ros2 launch`` sees it. Ctrl-C (exit code 130 after the trainer's own summary)
+    and success end it as they are."""
+
+    def on_exit(event: ProcessExited, context: LaunchContext) -> list[EmitEvent]:
+        if event.returncode not in (0, 130, -2):
+            raise TrainerFailed(f"{event.action.name} exited with code {event.returncode}: the run failed")
+        return [EmitEvent(event=Shutdown(reason="the trainer ended"))]
+
+    return RegisterEventHandler(OnProcessExit(target_action=trainer, on_exit=on_exit))
 
 
 def example_launch_description(
@@ -66,7 +87,6 @@ def example_launch_description(
             ),
             agent,
             trainer,
-            # The experiment is over when the trainer exits: stop the agent too.
-            RegisterEventHandler(OnProcessExit(target_action=trainer, on_exit=[EmitEvent(event=Shutdown())])),
+            end_with_the_trainer(trainer),  # (the experiment is over: stop the agent too)
         ]
     )

@@ -65,6 +65,9 @@ from spin_decoupler_ros.params import (
 )
 from spin_decoupler_ros.tools.realtime import request_realtime
 
+# The same refusal (a client retrying while the agent is paused) is logged at most this
+# often, with a count (test_lifecycle.py).
+REFUSAL_LOG_EVERY_S = 10.0
 # A self-clocked agent simulates ticks back to back for at most this long (wall) per
 # callback, so commands, cancels and goals are taken in between.
 SIMULATION_SLICE_S = 0.002
@@ -435,6 +438,7 @@ class AgentNode(LifecycleNode):
         self._episodes: dict[bytes, _EpisodeHandle] = {}
         self._current_step: StepStart | None = None
         self._rejected = 0
+        self._refusal_said, self._refusal_said_at, self._refusals_unsaid = "", 0.0, 0  # (_say_refusal)
         self._dropped = 0  # commands for the running episode that its client did not send
         self._dropped_said_at = -1.0
         self._dropped_published = 0  # the count the last status carried
@@ -639,8 +643,16 @@ class AgentNode(LifecycleNode):
         return checks
 
     def now_ns(self) -> int:
-        """The agent's time: its clock's, or a self-clocked agent's simulated time."""
-        if self._self_clocked:
+        """The agent's time: its clock's, or a self-clocked agent's simulated time. Known
+        once the agent is configured: from ``setup()`` on, not in ``__init__``."""
+        try:
+            self_clocked = self._self_clocked
+        except AttributeError:
+            raise RuntimeError(
+                f"{type(self).__name__} asked now_ns() before it was configured: the agent's time is known from "
+                "setup() on (the plant's state belongs there, not in __init__; docs/writing_an_agent.md)"
+            ) from None
+        if self_clocked:
             return self._simulated_now_ns
         return self.get_clock().now().nanoseconds
 
@@ -1085,9 +1097,24 @@ class AgentNode(LifecycleNode):
         if reason is None:
             return GoalResponse.ACCEPT
         self._rejected += 1
-        self.get_logger().warning(f"rejected an episode from '{goal.client_id}': {reason}")
+        self._say_refusal(f"rejected an episode from '{goal.client_id}': {reason}")
         self._publish_status(f"rejected an episode from '{goal.client_id}': {reason}")
         return GoalResponse.REJECT
+
+    def _say_refusal(self, text: str) -> None:
+        """Log a refusal: a new one at once; the same one again (a client retrying while
+        the agent is paused) at most every REFUSAL_LOG_EVERY_S, with how many there were."""
+        now = time.monotonic()
+        if text == self._refusal_said and now - self._refusal_said_at < REFUSAL_LOG_EVERY_S:
+            self._refusals_unsaid += 1
+            return
+        again = (
+            f" ({self._refusals_unsaid} more like it since)"
+            if text == self._refusal_said and self._refusals_unsaid
+            else ""
+        )
+        self.get_logger().warning(text + again)
+        self._refusal_said, self._refusal_said_at, self._refusals_unsaid = text, now, 0
 
     def _owns_running(self, goal: Episode.Goal) -> bool:
         """Whether ``goal`` proves it comes from the client of the running episode."""

@@ -256,19 +256,19 @@ class RLClient:
         ``while_acting`` runs once the command is out, while the agent executes it (the
         learner's own work, e.g. gradient steps); the timeout counts from the sending.
         """
-        self.channel.send_step(action, duration, then_action)
-        sent = time.monotonic()
-        if while_acting is not None:
-            try:
+        try:
+            self.channel.send_step(action, duration, then_action)
+            sent = time.monotonic()
+            if while_acting is not None:
                 while_acting()
-            except BaseException as error:  # its answer would arrive into the next step
-                self.channel.cancel_wait(
-                    f"the learner's work beside step {self.channel.seq} raised {type(error).__name__}"
-                )
-                raise
-        due_in = duration if duration else self.rl_timestep
-        expected_in = self._answered_in if self._answered_in is not None else due_in
-        answer = self._wait(self.step_timeout(duration), f"step {self.channel.seq}", expected_in, start=sent)
+            due_in = duration if duration else self.rl_timestep
+            expected_in = self._answered_in if self._answered_in is not None else due_in
+            answer = self._wait(self.step_timeout(duration), f"step {self.channel.seq}", expected_in, start=sent)
+        except BaseException as error:  # (an answer still due would arrive into the next step)
+            if self.channel.waiting:
+                why = "was interrupted (Ctrl-C)" if isinstance(error, KeyboardInterrupt) else f"raised {error!r}"
+                self.channel.cancel_wait(f"step {self.channel.seq} {why}")
+            raise
         early = answer.round_trip < EARLY_ANSWER_FRACTION * due_in
         self._answered_in = answer.round_trip if early else None
         return answer
