@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +135,13 @@ def test_a_seeded_training_run_repeats_its_steps_csv(processes: ProcessGroup, tm
     assert [row["reward"] for row in other] != [row["reward"] for row in first]
 
 
+def succeed(processes: Iterable[subprocess.Popen[str]], timeout: float) -> None:
+    """Wait for each process to end, each with exit code 0 (else its output is the failure)."""
+    for process in processes:
+        output, _ = process.communicate(timeout=timeout)
+        assert process.returncode == 0, output
+
+
 def panda_steps(run_dir: Path) -> list[list[str]]:
     """The main job's steps.csv in ``run_dir``: what the world and the learner made, with
     ATO counted from the run's first (the mock's epoch is its start's wall time)."""
@@ -184,9 +192,7 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two
 
     runs = {name: train(name) for name in ("first", "again")}
     try:
-        for process in runs.values():
-            output, _ = process.communicate(timeout=400)
-            assert process.returncode == 0, output
+        succeed(runs.values(), timeout=400)
     finally:
         for process in runs.values():
             process.kill()
@@ -260,9 +266,7 @@ def test_a_seeded_run_repeats_through_terminations_resets_and_a_resume(tmp_path:
         for process in runs.values():
             process.communicate(timeout=60)
         runs = {name: pipeline(name, "--resume", str(tmp_path / name)) for name in environments}
-        for process in runs.values():
-            output, _ = process.communicate(timeout=400)
-            assert process.returncode == 0, output
+        succeed(runs.values(), timeout=400)
     finally:
         for process in runs.values():
             process.kill()
