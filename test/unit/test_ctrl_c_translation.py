@@ -57,3 +57,45 @@ def test_an_entry_point_ends_ctrl_c_with_its_line_and_130(capsys: pytest.Capture
     assert quiet_on_ctrl_c(interrupted, lambda: "where the run is") == INTERRUPTED == 130
     assert capsys.readouterr().err == "where the run is\n"
     assert quiet_on_ctrl_c(lambda: 0, lambda: "never said") == 0
+
+
+def test_an_executor_interrupted_inside_a_take_serves_the_node_again() -> None:
+    """A Ctrl-C inside ``take`` leaves rclpy's marks on the entity and its callback group
+    (nothing in that group is served again); recover_executor clears them."""
+    from std_msgs.msg import String
+
+    from spin_decoupler_ros.rl.client import RLNode
+    from spin_decoupler_ros.rl.interrupts import recover_executor
+
+    rl_node = RLNode("interrupted_taker")
+    try:
+        node = rl_node.node
+        heard: list[str] = []
+        publisher = node.create_publisher(String, "chatter", 10)
+        node.create_subscription(String, "chatter", lambda msg: heard.append(msg.data), 10)
+        executor = rl_node.executor
+        take = executor._take_subscription  # (where rclpy converts a message: a Ctrl-C lands there)
+        interrupts = [KeyboardInterrupt()]
+
+        def interrupted_take(entity: object) -> object:
+            if interrupts:
+                raise interrupts.pop()
+            return take(entity)
+
+        executor._take_subscription = interrupted_take  # type: ignore[method-assign]
+        publisher.publish(String(data="first"))
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(100):
+                rl_node.executor.spin_once(timeout_sec=0.05)
+        publisher.publish(String(data="second"))
+        for _ in range(20):  # stuck: the entity and its group stay marked
+            rl_node.executor.spin_once(timeout_sec=0.02)
+        assert heard == []
+        recover_executor(rl_node.executor, [node])
+        for _ in range(50):
+            rl_node.executor.spin_once(timeout_sec=0.02)
+            if len(heard) == 2:
+                break
+        assert heard == ["first", "second"]  # (the interrupted take took nothing)
+    finally:
+        rl_node.close()

@@ -25,7 +25,7 @@ from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
-from spin_decoupler_ros.rl.interrupts import interruptible, watch_for_ctrl_c
+from spin_decoupler_ros.rl.interrupts import interruptible, recover_executor, watch_for_ctrl_c
 
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.
@@ -80,8 +80,12 @@ class RLNode:
     def spin_once(self, timeout: float) -> None:
         """Run at most one ready callback, waiting up to ``timeout`` s for one; Ctrl-C
         meanwhile raises KeyboardInterrupt (``interrupts.py``)."""
-        with interruptible():
-            self.executor.spin_once(timeout_sec=max(timeout, 0.0))
+        try:
+            with interruptible():
+                self.executor.spin_once(timeout_sec=max(timeout, 0.0))
+        except KeyboardInterrupt:
+            recover_executor(self.executor, [self.node])  # (the next spin serves the node again)
+            raise
 
     def ok(self) -> bool:
         return self.context.ok()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 # pybind11's words for a failed conversion, which is what an interrupt inside a Python
 # call from C++ looks like from outside.
@@ -52,6 +53,30 @@ def interruptible() -> Iterator[None]:
         if _CtrlC.seen and CONVERSION_FAILED in str(error):
             raise KeyboardInterrupt("interrupted (Ctrl-C) while rclpy was taking a message") from error
         raise
+
+
+def recover_executor(executor: Any, nodes: Iterable[Any]) -> None:
+    """Make ``executor`` serve ``nodes`` again after an interrupt inside its spin.
+
+    rclpy marks an entity while a handler for it is made and run (``_executor_event``, its
+    callback group's active entity); an interrupt between the marking and the handler's
+    end (an interrupt inside ``take``, or between the handler's making and its run) leaves
+    the marks for good, and the entity, with every other in its mutually exclusive group,
+    is never served again: a reset after Ctrl-C then waits forever for its goal response.
+    Nothing runs here (the interrupt ended the spin), so every mark is cleared and the
+    handlers left half run are dropped (rclpy 7 to 9; test_interrupts.py)."""
+    for node in nodes:
+        for entity in (*node.subscriptions, *node.timers, *node.clients, *node.services, *node.guards, *node.waitables):
+            if getattr(entity, "_executor_event", False):
+                entity._executor_event = False
+            group = getattr(entity, "callback_group", None)
+            if group is not None and getattr(group, "_active_entity", None) is entity:
+                group.ending_execution(entity)
+    lock = getattr(executor, "_tasks_lock", None)
+    tasks = getattr(executor, "_tasks", None)
+    if lock is not None and tasks is not None:
+        with lock:
+            tasks[:] = [entry for entry in tasks if not (entry[0].executing() and not entry[0].done())]
 
 
 INTERRUPTED = 130  # the exit code a shell gives a command ended by SIGINT (128 + 2)
