@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -77,12 +78,12 @@ def test_an_executor_interrupted_inside_a_take_serves_the_node_again() -> None:
         take = executor._take_subscription  # (where rclpy converts a message: a Ctrl-C lands there)
         interrupts = [KeyboardInterrupt()]
 
-        def interrupted_take(entity: object) -> object:
+        def interrupted_take(entity: Any) -> Any:
             if interrupts:
                 raise interrupts.pop()
             return take(entity)
 
-        executor._take_subscription = interrupted_take  # type: ignore[method-assign]
+        executor._take_subscription = interrupted_take  # type: ignore[method-assign,assignment]
         publisher.publish(String(data="first"))
         with pytest.raises(KeyboardInterrupt):
             for _ in range(100):
