@@ -212,9 +212,10 @@ class AgentChannel:
         return self.live_agents()[0] > 0  # (not only a dead one, which the graph still holds)
 
     def agent_in_graph(self) -> bool:
-        """Whether the agent is still there: it has not said it is shutting down, and the
-        graph holds its Episode server or its status publisher. (A crashed agent stays in
-        the graph until its DDS lease runs out: 20 s with Fast DDS's defaults.)"""
+        """Whether the agent is still there: it has not said it is shutting down, the graph
+        holds its Episode server or its status publisher, and a status writer there is
+        live. (A crashed agent stays in the graph until its DDS lease runs out, 20 s with
+        Fast DDS's defaults; its liveliness lapses within contract.AGENT_LIVELINESS_S.)"""
         if self.status is not None and self.status.state == AgentStatus.OFFLINE:
             return False
         in_graph = self._action_client.server_is_ready() or self.node.count_publishers(self.status_topic) > 0
