@@ -343,10 +343,10 @@ def test_an_agent_restarted_after_a_kill_is_taken_as_soon_as_it_is_ready(
     processes: ProcessGroup, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The killed agent stays in the ROS graph until its DDS lease ends (20 s); its
-    liveliness lapses within AGENT_LIVELINESS_S, and the new one is taken as soon as it is
-    discovered (0.1-2 s after it is ready, measured), long before that lease ends; the
-    wait is said, then its end."""
-    from spin_decoupler_ros.contract import AGENT_LIVELINESS_S
+    liveliness lapses within AGENT_LIVELINESS_S of the kill, and the new one is taken
+    within 2 s of being ready: once discovered (participants announce themselves every
+    0.5 s: dds_profile.py) and the dead one's liveliness has lapsed (1.1-1.3 s after
+    ready, measured); the wait is said, then its end."""
 
     agent = start_node(processes, PLANT, tmp_path, params=FAST, label="first_agent")
     env = PlantTrackingEnv(
@@ -365,7 +365,7 @@ def test_an_agent_restarted_after_a_kill_is_taken_as_soon_as_it_is_ready(
         start_node(processes, PLANT, tmp_path, params=FAST, label="second_agent")
         ready = time.monotonic()
         observation, info = env.reset(seed=1)  # waits for the new agent
-        assert time.monotonic() - ready < AGENT_LIVELINESS_S + 2.5  # (before: 17.6 s, the dead agent's lease)
+        assert time.monotonic() - ready < 2.0  # (before: 17.6 s, the dead agent's lease; up to 2.1 s, discovery)
         assert info["seq"] == 0 and observation.shape == (4,)
         assert env.step(np.array([0.5], dtype=np.float32))[4]["seq"] == 1
     finally:

@@ -1,12 +1,15 @@
 """The DDS profile the decoupler's processes run with (Fast DDS, the ROS 2 default).
 
-Two settings, in ``fastdds_profile.xml`` (``fastrtps_profile.xml`` for Fast DDS 2)
+Three settings, in ``fastdds_profile.xml`` (``fastrtps_profile.xml`` for Fast DDS 2)
 (docs/timing.md, "Lost samples"):
 - UDP only: Fast DDS's shared-memory transport loses samples to and from a process that
   was stopped (SIGSTOP, a debugger, a paused VM) once it runs again, and a reliable
   topic holds every later sample until the lost one is repaired;
 - reliable writers send a heartbeat every 50 ms (Fast DDS: 3 s), so that a lost sample
   is repaired within about that.
+- each participant announces itself every 0.5 s (Fast DDS: 3 s), so that a process
+  missed at its first announcements (a restarted agent, beside its killed predecessor's
+  participant) is discovered within about that.
 (test_decoupler.py::test_after_a_stall_between_two_steps_the_next_step_is_served,
 test_panda.py::test_an_agent_frozen_mid_motion_leaves_the_arm_braked_and_resumes_within_the_limits)
 
