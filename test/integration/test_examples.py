@@ -96,3 +96,25 @@ def assert_recorded(run_dir: Path, namespace: str, algorithm: str, min_steps: in
     (events,) = run_dir.glob(f"tensorboard/{algorithm}_1/events.out.tfevents.*")
     tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
     assert {"timing/lat_p50_ms", "timing/think_p99_ms", "timing/late_tick_percent"} <= set(tags), tags
+
+
+@pytest.mark.parametrize(
+    ("example", "parameter", "said"),
+    [
+        (
+            "first_order_plant",
+            "total_timesteps:=-5",
+            "parameter 'total_timesteps' = -5 is outside the allowed range >= 1",
+        ),
+        ("lunar_lander", "learning_rate:=2.0", "parameter 'learning_rate' = 2 is outside the allowed range [1e-07, 1]"),
+    ],
+)
+def test_an_examples_trainer_refuses_a_bad_parameter_in_one_line(
+    ros_domain: dict[str, str], example: str, parameter: str, said: str
+) -> None:
+    """As the launch files start it: a user's mistake is one line naming the parameter,
+    exit code 2, no traceback (what ``ros2 launch`` then reports: example_launch.py)."""
+    done = run_module(f"spin_decoupler_ros.examples.{example}.train", "--ros-args", "-p", parameter, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -89,3 +89,34 @@ def test_lunar_lander_launch_trains_and_reports_the_mean_return(run_dir: Path, e
     assert figures["total_timesteps"] == 1024 and figures["eval_episodes"] == 10
     assert -1000.0 < figures["mean_return"] < 400.0
     assert all_exited_cleanly(exits, 2), exits
+
+
+@pytest.mark.parametrize(
+    ("total_timesteps", "exits_with"),
+    [(-5, 1), (200, 0)],  # (-5: the trainer refuses it, exit 2)
+    ids=["trainer_refuses", "trainer_succeeds"],
+)
+def test_a_launch_ends_with_its_trainers_outcome(total_timesteps: int, exits_with: int, run_dir: Path) -> None:
+    """A script or CI job running ``ros2 launch`` learns whether the run trained:
+    example_launch.end_with_the_trainer fails the launch when the trainer fails."""
+    from launch import LaunchService
+
+    exits: Exits = []
+    isolation = [SetEnvironmentVariable(k, v) for k, v in isolated_ros_environment().items()]
+    service = LaunchService()
+    service.include_launch_description(
+        LaunchDescription(
+            [
+                *isolation,
+                IncludeLaunchDescription(
+                    PythonLaunchDescriptionSource(str(LAUNCH_DIR / "first_order_plant.launch.py")),
+                    launch_arguments={"total_timesteps": str(total_timesteps), "run_dir": str(run_dir)}.items(),
+                ),
+                noting_exits(exits),
+            ]
+        )
+    )
+    assert service.run() == exits_with, exits
+    trainer_codes = [code for name, code in exits if name.startswith("first_order_plant_train")]
+    assert trainer_codes == [2 if exits_with else 0], exits
+    assert len(exits) == 2, exits  # (the agent was stopped too)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,24 @@ from spin_decoupler_ros.core.errors import ParameterError
 def _describe(low: float, high: float, unit: str) -> str:
     span = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
     return f"{span}{' ' + unit if unit else ''}"
+
+
+def _describe_int(low: int, high: int) -> str:
+    """An integer range as a user would write it: an unbounded side left out."""
+    if high == 2**63 - 1:
+        return f">= {low}" if low != -(2**63) else "any whole number"
+    return f"<= {high}" if low == -(2**63) else f"[{low}, {high}]"
+
+
+def refuse_bad_parameters(node_name: str, main: Callable[[], int]) -> int:
+    """Run an entry point's ``main``; a bad parameter (a user's mistake, ParameterError)
+    ends it with one line naming the parameter, exit code 2, no traceback
+    (test_examples.py::test_an_examples_trainer_refuses_a_bad_parameter_in_one_line)."""
+    try:
+        return main()
+    except ParameterError as exc:
+        print(f"[{node_name}] fatal: {exc}", file=sys.stderr, flush=True)
+        return 2
 
 
 def declare_float(
@@ -81,11 +100,12 @@ def declare_int(
             int(default),
             descriptor,
             "a whole number",
-            out_of_range=f"allowed range [{low}, {high}]: {description}",
+            out_of_range=f"allowed range {_describe_int(low, high)}: {description}",
         )
     )
     if not low <= value <= high:
-        raise ParameterError(f"parameter '{name}' = {value} is outside [{low}, {high}]: {description}")
+        allowed = _describe_int(low, high)
+        raise ParameterError(f"parameter '{name}' = {value} is outside the allowed range {allowed}: {description}")
     return value
 
 
@@ -137,8 +157,13 @@ def _declare(
     except InvalidParameterTypeException as exc:
         raise ParameterError(f"parameter '{name}' has the wrong type, expected {expected}: {exc}") from None
     except InvalidParameterValueException as exc:
-        reason = out_of_range or descriptor.description
-        raise ParameterError(f"parameter '{name}' is invalid ({exc}); {reason}") from None
+        given = (_overrides(node) or {}).get(name)
+        if given is None:  # (rclpy's own text, which names the value)
+            why = out_of_range or descriptor.description
+            raise ParameterError(f"parameter '{name}' is invalid ({exc}); {why}") from None
+        shown = f"{given.value:g}" if isinstance(given.value, float) else repr(given.value)
+        reason = f"is outside the {out_of_range}" if out_of_range else f"is refused: {descriptor.description}"
+        raise ParameterError(f"parameter '{name}' = {shown} {reason}") from None
 
 
 def _overrides(node: Node) -> dict[str, Parameter] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, refuse_bad_parameters
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
 from spin_decoupler_ros.rl.recording import record_clients
@@ -70,9 +70,10 @@ def evaluate(model: Any, env: Any, episodes: int, seed: int) -> tuple[float, flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py)."""
+    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py), a bad parameter
+    with one line naming it, exit code 2."""
     return quiet_on_ctrl_c(
-        lambda: train(sys.argv if argv is None else argv),
+        lambda: refuse_bad_parameters(NODE_NAME, lambda: train(sys.argv if argv is None else argv)),
         lambda: f"[{NODE_NAME}] interrupted (Ctrl-C): an example keeps no checkpoints; run it again",
     )
 
