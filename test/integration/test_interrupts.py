@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import start_node
 
+from spin_decoupler_ros.core.errors import NotResetError
+from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.checkpoint import read_latest
 from spin_decoupler_ros.rl.training import logged_steps
 from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
@@ -69,6 +71,36 @@ def test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt(processes:
         assert lines[0] == "interrupted: KeyboardInterrupt", output
         assert lines[1] == "next step: served" or "was interrupted (Ctrl-C) while this client waited for" in lines[1]
         assert lines[2] == "reset: seq 0", (trial, output)
+
+
+def test_a_ctrl_c_before_a_step_is_sent_leaves_the_episode_as_it_was_and_after_gives_it_up(
+    processes: ProcessGroup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the random Ctrl-Cs above land by chance, here on purpose: while the command
+    is signed (nothing sent yet) and as it is published (the step is out)."""
+    start_node(processes, PLANT, tmp_path, namespace="/plant", params={"rl_timestep": 0.02, "control_rate": 500.0})
+    with RLClient("/plant", connect_timeout=20, reset_timeout=5.0) as client:
+        client.reset()
+        assert client.step([0.1]).seq == 1
+        channel = client.channel
+
+        def interrupt(*args: object, **kwargs: object) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patched:
+            patched.setattr(channel, "_sign", interrupt)
+            with pytest.raises(KeyboardInterrupt):
+                client.step([0.2])
+        assert client.step([0.2]).seq == 2  # (the agent still expects step 2, and gets it)
+        publish = channel._command_pub.publish
+        with monkeypatch.context() as patched:
+            patched.setattr(channel._command_pub, "publish", interrupt)
+            with pytest.raises(KeyboardInterrupt):
+                client.step([0.3])
+        with pytest.raises(NotResetError, match="was interrupted"):
+            client.step([0.3])
+        assert channel._command_pub.publish == publish
+        assert client.reset().seq == 0 and client.step([0.3]).seq == 1
 
 
 @pytest.mark.slow

@@ -308,9 +308,9 @@ class AgentChannel:
         then = np.zeros(0) if then_action is None else self._checked_then_action(then_action)
         if duration is not None and not (np.isfinite(duration) and duration >= 0.0):
             raise ValueError(f"step duration must be a finite number of seconds >= 0, got {duration}")
-        self._seq += 1
+        seq = self._seq + 1
         now = self._now_ns()
-        msg = StepCommand(kind=StepCommand.STEP, seq=self._seq)
+        msg = StepCommand(kind=StepCommand.STEP, seq=seq)
         assert self._episode_uuid is not None  # (an episode runs: checked above)
         msg.episode_id.uuid = np.frombuffer(self._episode_uuid, dtype=np.uint8)
         msg.action = float64_field(checked)
@@ -318,8 +318,13 @@ class AgentChannel:
         msg.then_action = float64_field(then)
         msg.sent_at = ns_to_time(now)
         self._sign(msg, checked, then)
-        self._pending = _Pending(self._seq, now)
+        # A Ctrl-C may land between any two lines: before the next one nothing has changed,
+        # after it the client waits, and an interrupt gives the episode up (RLClient.step),
+        # never leaving seq counted for a step the agent did not get
+        # (test_interrupts.py::test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt).
         self._waiting = _Waiting.STEP
+        self._seq = seq
+        self._pending = _Pending(seq, now)
         self._listening_from_ns = None
         self._command_pub.publish(msg)
         self._record_command(msg)
