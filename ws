@@ -167,6 +167,16 @@ jazzy_tests() {
   "$ROOT/ws" --distro jazzy test -q "${JAZZY_TESTS[@]}"
 }
 
+# pytest, and the stacks of a test that hung past every timeout (test/conftest.py writes
+# them and ends the session).
+run_pytest() {
+  local hung="$LOGS/hung_test.txt"
+  SPIN_DECOUPLER_HUNG_TEST_LOG=$hung python -m pytest "$@" && return
+  local status=$?
+  if [ -s "$hung" ]; then cat "$hung" >&2; fi
+  return $status
+}
+
 setup() {
   mkdir -p "$LOGS"
   make_venv
@@ -180,8 +190,8 @@ case "$cmd" in
   setup) setup; say "ready ($MODE mode${SUFFIX:+, $DISTRO}): ./ws exec <command> runs inside it" ;;
   main)  setup; enter_env; cd "$ROOT"; SPIN_DECOUPLER_COMMAND="./ws main" exec python -m franka_agent.pipeline "$@" ;;
   test)  setup
-         if [ $# -gt 0 ]; then enter_env; cd "$ROOT"; exec python -m pytest "$@"; fi
-         (enter_env; cd "$ROOT"; checks; python -m pytest)
+         if [ $# -gt 0 ]; then (enter_env; cd "$ROOT"; run_pytest "$@"); exit; fi
+         (enter_env; cd "$ROOT"; checks; run_pytest)
          if [ "$DISTRO" = kilted ]; then core_tests; if [ "$MODE" = wheels ]; then jazzy_tests; fi; fi ;;
   test-core) core_tests ;;
   test-jazzy) jazzy_tests ;;

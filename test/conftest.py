@@ -6,8 +6,9 @@ so parallel test runs (and a training run beside them) never hear each other.
 
 from __future__ import annotations
 
+import faulthandler
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,35 @@ def processes(ros_domain: dict[str, str], tmp_path: Path) -> Iterator[ProcessGro
     group = ProcessGroup()
     yield group
     group.stop()
+
+
+# pytest-timeout's signal can only interrupt Python code: a test stuck inside C (a DDS
+# call that never returns) would hold CI to its own limit. Past its timeout and this
+# grace, the session writes every thread's stack to HUNG_TEST_LOG and ends (exit 1);
+# ./ws test prints that file.
+LAST_RESORT_GRACE_S = 120.0
+HUNG_TEST_LOG = Path(os.environ.get("SPIN_DECOUPLER_HUNG_TEST_LOG", "log/hung_test.txt"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    """Arm the last-resort watchdog for this test's setup, call and teardown."""
+    marker = item.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker and marker.args else float(item.config.getini("timeout") or 0)
+    log = None
+    if timeout > 0:
+        HUNG_TEST_LOG.parent.mkdir(parents=True, exist_ok=True)
+        log = HUNG_TEST_LOG.open("w")
+        log.write(f"{item.nodeid} still running {timeout + LAST_RESORT_GRACE_S:.0f} s after it started:\n")
+        log.flush()
+        faulthandler.dump_traceback_later(timeout + LAST_RESORT_GRACE_S, exit=True, file=log)
+    try:
+        yield
+    finally:
+        if log is not None:
+            faulthandler.cancel_dump_traceback_later()
+            log.close()
+            HUNG_TEST_LOG.unlink(missing_ok=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
