@@ -23,7 +23,8 @@ from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 LEARNER = """
-import sys
+import faulthandler, signal, sys
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # (the test's view of a learner that does not end)
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.core.errors import NotResetError
 
@@ -64,6 +65,12 @@ def test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt(processes:
             time.sleep(rng.uniform(0.0, 0.3))
             learner.send_signal(signal.SIGINT)
             output, _ = learner.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            learner.send_signal(signal.SIGUSR1)  # every thread's stack, then its end
+            time.sleep(1.0)
+            learner.kill()
+            printed = learner.communicate()[0]
+            pytest.fail(f"trial {trial}: the learner did not end within 30 s of its Ctrl-C:\n{printed}")
         finally:
             learner.kill()
         assert learner.returncode == 130, output
