@@ -7,7 +7,7 @@ evaluated at real time: does the new default train faster and transfer as well?
 1. record: the main job at real time (``--sim-speed 1``, ``wall``) for ``--record-steps``
    steps; the think times of its steps after SAC's ``learning_starts`` are what a real arm
    would see from this learner on this host (the agent's clock runs at the wall's pace);
-2. before: the main job as it ran until 2026-12-03: flat out in lockstep under ``wall``
+2. before: the main job's earlier default: flat out in lockstep under ``wall``
    (the think time simulated at whatever speed the CPU allows), with the SAC settings it had
    then (``BEFORE_SAC``) and its gradient steps between observation and action
    (``BEFORE_TRAINER``), written into a copy of the config;
@@ -59,8 +59,8 @@ TARGET = 0.95
 RECORDED_COLUMNS = ("step", "agent", "episode", "lat", "duration")
 CONFIG = ROOT / "src" / "franka_agent" / "config" / "panda_reach.yaml"
 TRAINER = "/**/panda_trainer"
-# SAC's settings in the main job before 2026-12-03 (where they differ from the config's now),
-# and its gradient steps, run between observation and action until this session (2026-12-03).
+# The main job's earlier default: SAC's settings where they differ from the config's now,
+# and its gradient steps between observation and action.
 BEFORE_SAC = {"learning_rate": 0.001, "learning_starts": 1000, "ent_coef": "auto"}
 BEFORE_TRAINER = {"train_while_acting": False}
 

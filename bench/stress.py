@@ -17,7 +17,7 @@ code it measured: the commit and a fingerprint of every file the tests run (src/
 modules it runs and their helpers, the requirements, the pytest settings, ./ws; not the
 unit or launch tests). ``--resume`` adds runs to a gate whose commit had the same files,
 test list and fuzz steps as this checkout, and refuses otherwise, naming what changed: a
-gate may span sessions, never two versions of the code it runs.
+gate may be continued later, never across two versions of the code it runs.
 """
 
 from __future__ import annotations

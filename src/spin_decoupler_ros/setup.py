@@ -8,7 +8,7 @@ package_name = "spin_decoupler_ros"
 
 setup(
     name=package_name,
-    version="0.1.0",
+    version="0.2.0",
     packages=find_packages(exclude=["test"]),
     package_data={
         package_name: ["fastdds_profile.xml", "fastdds_localhost.xml", "fastrtps_profile.xml", "fastrtps_localhost.xml"]
