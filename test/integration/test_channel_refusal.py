@@ -14,6 +14,7 @@ from unique_identifier_msgs.msg import UUID
 from spin_decoupler_msgs.action import Episode
 from spin_decoupler_msgs.msg import AgentStatus
 from spin_decoupler_ros.core.errors import AgentBusyError, RobotStoppedError
+from spin_decoupler_ros.rl import channel as channel_module
 from spin_decoupler_ros.rl.channel import REFUSAL_STATUS_WAIT_S, AgentChannel
 from spin_decoupler_ros.rl.client import RLNode
 
@@ -47,10 +48,28 @@ def test_a_refusal_waits_for_the_status_that_says_why(channel: AgentChannel) -> 
     assert refused.value.needs_person
 
 
-def test_a_refusal_no_status_explains_fails_in_a_moment(channel: AgentChannel) -> None:
+class SteppedClock:
+    """``time`` as the channel sees it, with a monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+def test_a_refusal_no_status_explains_fails_once_the_wait_is_over(
+    channel: AgentChannel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SteppedClock()
+    monkeypatch.setattr(channel_module, "time", clock)
     channel.status = AgentStatus(state=AgentStatus.RUNNING, message="episode running", client_id="someone-else")
     refuse(channel)
-    assert channel.poll() is None
-    time.sleep(REFUSAL_STATUS_WAIT_S)
+    clock.now += REFUSAL_STATUS_WAIT_S * 0.99
+    assert channel.poll() is None  # still waiting for the status that says why
+    clock.now += REFUSAL_STATUS_WAIT_S * 0.02
     with pytest.raises(AgentBusyError, match="it serves client 'someone-else'"):
         channel.poll()

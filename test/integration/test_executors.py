@@ -23,6 +23,7 @@ from spin_decoupler_ros.tools.processes import ProcessGroup
 
 LANDER = "spin_decoupler_ros.examples.lunar_lander.agent"
 CHOSEN = "spinning on rclpy's EventsExecutor"
+KEPT = "spinning on rclpy's SingleThreadedExecutor"
 WAIT_S = 3.0
 needs_events = pytest.mark.skipif(not events_executor_available(), reason="this rclpy has no EventsExecutor")
 
@@ -155,7 +156,7 @@ def test_an_agent_waiting_for_its_learner_takes_no_cpu(
 ) -> None:
     """While the learner thinks (a training update: seconds), a self-clocked agent's world
     waits, and the agent must leave the CPU to the learner: no coroutine waits out the
-    episode (agent_node.execute_goal; rclpy's EventsExecutor resumes one back to back)."""
+    episode (episode_server.execute_goal; rclpy's EventsExecutor resumes one back to back)."""
     from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
 
     monkeypatch.setenv(EXECUTOR_VARIABLE, executor)
@@ -179,6 +180,6 @@ def test_an_agent_waiting_for_its_learner_takes_no_cpu(
 def test_an_agent_on_wall_time_keeps_the_single_threaded_executor(processes: ProcessGroup, tmp_path: Path) -> None:
     params = {"control_rate": 100.0, "rl_timestep": 0.04, "timing_model": "wall"}
     agent = start_node(processes, LANDER, tmp_path, namespace="/wall", params=params, label="wall")
-    time.sleep(1.0)  # (the choice is logged right after "agent ready", if at all)
-    assert agent.running() and CHOSEN not in agent.log_text()
+    assert agent.wait_for_log(KEPT, 10), agent.log_text()
+    assert CHOSEN not in agent.log_text()
     assert agent.stop() == 0

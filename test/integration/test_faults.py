@@ -510,16 +510,5 @@ def test_two_pipelines_in_different_domains_never_cross_talk(tmp_path: Path) -> 
             group.stop()
 
 
-def test_no_process_deserialises_pickled_data() -> None:
-    """Data between processes is typed ROS 2 messages; nothing loads pickles."""
-    root = Path(__file__).resolve().parents[2] / "src"
-    offenders = [
-        str(path)
-        for path in root.rglob("*.py")
-        if any(word in path.read_text() for word in ("import pickle", "pickle.loads", "cloudpickle", "marshal.loads"))
-    ]
-    assert offenders == []
-
-
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import rclpy
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
@@ -114,9 +114,8 @@ def run_nodes(node_factories: Sequence[Callable[[], Node]], args: list[str] | No
             if not isinstance(node, LifecycleNode):  # (a managed node checks when it is configured)
                 check_no_unknown_parameters(node)
         executor, why = executor_for(nodes)
-        logger = rclpy.logging.get_logger(name)
-        say = logger.debug if isinstance(executor, SingleThreadedExecutor) else logger.info
-        say(f"spinning on rclpy's {type(executor).__name__}: {why}")
+        # One line either way, so a log shows which executor ran (test_executors.py).
+        rclpy.logging.get_logger(name).info(f"spinning on rclpy's {type(executor).__name__}: {why}")
         for node in nodes:
             executor.add_node(node)
         # Everything made so far lives as long as the node: out of the collector's sight,
