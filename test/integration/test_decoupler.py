@@ -28,7 +28,7 @@ PERIOD = 0.01  # 100 Hz, the agents' default
 # checked never to fire early, and to fire (within this much).
 HANG = 10.0
 # A finished episode's goal leaves the action's status messages within this
-# (agent_node.RESULT_KEPT_S, twice over, and a margin).
+# (episode_server.RESULT_KEPT_S, twice over, and a margin).
 FINISHED_GOALS_GONE_WITHIN_S = 4.0
 
 
@@ -158,7 +158,7 @@ def test_finished_episodes_leave_the_action_status_soon(client: RLClient) -> Non
 
 def test_a_running_episode_is_an_executing_goal_until_it_ends(client: RLClient) -> None:
     """The Episode goal is EXECUTING while its episode runs (though no execute coroutine
-    waits it out: agent_node.execute_goal) and SUCCEEDED once its client finishes it."""
+    waits it out: episode_server.execute_goal) and SUCCEEDED once its client finishes it."""
     statuses: list[GoalStatusArray] = []
     client.rl_node.node.create_subscription(
         GoalStatusArray, f"{NAMESPACE}/episode/_action/status", statuses.append, qos_profile_action_status_default

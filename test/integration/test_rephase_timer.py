@@ -10,7 +10,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.timer import Timer
 
-from spin_decoupler_ros.agent.agent_node import rephase_timer
+from spin_decoupler_ros.agent.control_loop import rephase_timer
 from spin_decoupler_ros.rl.client import init_private_context
 
 PERIOD_NS = 10_000_000

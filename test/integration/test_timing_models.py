@@ -232,7 +232,7 @@ def test_a_seeded_run_repeats_through_terminations_resets_and_a_resume(tmp_path:
     its trainer) after its first checkpoint and resumed: every simulated column of the
     two steps.csv files is equal, row for row. A reset that began at the wall time its
     goal came, with the arm still running on for the think time, once made runs part at
-    the first termination (agent_node.py: _waiting_goal)."""
+    the first termination (agent_base.py: _waiting_goal)."""
     steps, checkpoint = 400, 150
     config = (find_config("panda_reach.yaml", package="franka_agent")).read_text()
     short = config.replace("episode_steps: 50 ", "episode_steps: 20 ").replace(

@@ -4,7 +4,7 @@ else the SingleThreadedExecutor.
 The EventsExecutor (``rclpy.experimental``, in C++, in Jazzy's and Kilted's rclpy)
 waits and dispatches without the SingleThreadedExecutor's Python on every wake-up
 (what that saves a self-clocked agent: docs/benchmarks.md, "time_aware"). It resumes a
-waiting coroutine back to back, so an agent keeps none (agent_node.execute_goal). It
+waiting coroutine back to back, so an agent keeps none (episode_server.execute_goal). It
 also differs in ways these nodes would notice, so a node runs on it only where none of
 them applies (``why_not_events``):
 - it runs every subscription, whatever its callback group, so LatestMessage's
