@@ -15,12 +15,15 @@ from franka_agent.core import panda
 from franka_agent.core.command_check import DesiredStateMonitor
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.motion import (
+    HOMING_NEXT,
     ArmMotion,
+    Homing,
     MotionLimits,
     ReferenceGenerator,
     WorkspaceBox,
     braking_knots,
     joint_route_search,
+    homing_may_go,
     rest_to_rest_path,
 )
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
@@ -548,7 +551,64 @@ def test_a_reset_reaches_its_start_pose_from_wherever_actions_left_the_arm(seed:
         for _ in range(int(rng.integers(5, 25))):
             motion.step(0.01)
     goal = panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF)
-    assert settle_home(motion, goal) is not None, (np.round(motion.q, 3).tolist(), motion._phase)
+    assert settle_home(motion, goal) is not None, (np.round(motion.q, 3).tolist(), motion.homing)
+
+
+class TracedMotion(ArmMotion):
+    """An ArmMotion that keeps every homing transition it makes."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.transitions: list[tuple[Homing, Homing]] = []
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _enter(self, phase: Homing) -> None:
+        self.transitions.append((self.homing, phase))
+        super()._enter(phase)
+
+
+def test_homing_goes_only_where_its_table_says() -> None:
+    """Every pair of phases: allowed exactly where HOMING_NEXT (or a way out of any phase,
+    to IDLE or STOP) says, and refused as a defect otherwise."""
+    allowed = {(a, b) for a in Homing for b in Homing if b in HOMING_NEXT[a] or b in (Homing.IDLE, Homing.STOP)}
+    for a in Homing:
+        for b in Homing:
+            assert homing_may_go(a, b) == ((a, b) in allowed)
+            motion = ArmMotion("joint_delta", MotionLimits(), BOX, panda.HOME)
+            motion.homing = a
+            if (a, b) in allowed:
+                motion._enter(b)
+                assert motion.homing is b
+            else:
+                with pytest.raises(RuntimeError, match=f"homing cannot go from {a.name} to {b.name}"):
+                    motion._enter(b)
+
+
+def test_homing_without_a_route_walks_every_phase_of_its_table() -> None:
+    """No route fits a box this small: the hand goes first, then the posture, then, after
+    a second search, the joints straight to the goal; every step is one the table allows."""
+    motion = TracedMotion("joint_delta", MotionLimits(), BOX, panda.HOME + 0.3)
+    motion._route_box = BOX.shrunk(0.25)  # (no move keeps the hand this far inside)
+    settle_home(motion, panda.HOME)
+    assert [b for _, b in motion.transitions] == [
+        Homing.STOP, Homing.SEARCH, Homing.HAND, Homing.POSTURE, Homing.STOP, Homing.SEARCH, Homing.ROUTE, Homing.IDLE
+    ]
+    assert all(homing_may_go(a, b) for a, b in motion.transitions)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["ee_delta", "joint_delta"]))
+def test_a_reset_from_anywhere_follows_the_homing_table_and_ends_idle(seed: int, mode: str) -> None:
+    rng = np.random.default_rng(seed)
+    motion = TracedMotion(mode, MotionLimits(), BOX, panda.HOME)
+    for _ in range(int(rng.integers(5, 30))):
+        motion.act(rng.uniform(-1.0, 1.0, motion.action_size))
+        for _ in range(int(rng.integers(5, 25))):
+            motion.step(0.01)
+    motion.transitions.clear()
+    assert settle_home(motion, panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF)) is not None
+    phases = [b for _, b in motion.transitions]
+    assert phases[0] is Homing.STOP and phases[-1] is Homing.IDLE and motion.homing is Homing.IDLE
+    assert all(homing_may_go(a, b) for a, b in motion.transitions)
 
 
 def test_a_trajectory_that_ends_before_it_arrives_is_refused_and_the_old_one_kept() -> None:

@@ -22,6 +22,7 @@ Pure numpy. The pieces:
 
 from __future__ import annotations
 
+import enum
 import itertools
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -388,6 +389,35 @@ class MotionState:
     risk: float  # _box_risk(q, v)
 
 
+class Homing(enum.Enum):
+    """Where ``ArmMotion.move_home`` is: a state machine whose transitions are HOMING_NEXT
+    (test_panda_core.py::test_homing_goes_only_where_its_table_says walks it)."""
+
+    IDLE = "idle"  # not homing
+    STOP = "stop"  # braking to rest, then a route search
+    SEARCH = "search"  # searching a route that keeps the hand in the box; the arm holds
+    HAND = "hand"  # no route: the hand first, straight to where the goal puts it
+    POSTURE = "posture"  # then the posture turns towards the goal through the IK's null space
+    ROUTE = "route"  # the joints go the rest of the way, leg by leg; the last leg ends it
+
+
+# What may follow each phase. Besides these, any phase may go to IDLE (an action, a reset,
+# a stop, or the route's last leg ends homing) and to STOP (a new ``move_home``).
+HOMING_NEXT: dict[Homing, frozenset[Homing]] = {
+    Homing.IDLE: frozenset(),
+    Homing.STOP: frozenset({Homing.SEARCH}),  # at rest
+    Homing.SEARCH: frozenset({Homing.ROUTE, Homing.HAND}),  # a route, or none: the hand first, or straight
+    Homing.HAND: frozenset({Homing.POSTURE}),  # the hand has arrived
+    Homing.POSTURE: frozenset(),  # close enough, or stuck: STOP, then a search without the hand first
+    Homing.ROUTE: frozenset(),  # leg after leg within the phase; the last one ends it (IDLE)
+}
+
+
+def homing_may_go(phase: Homing, to: Homing) -> bool:
+    """Whether HOMING_NEXT (and the two ways out of any phase) lets ``phase`` go to ``to``."""
+    return to in (Homing.IDLE, Homing.STOP) or to in HOMING_NEXT[phase]
+
+
 class ArmMotion:
     """The commanded motion of the arm, advanced one control period at a time.
 
@@ -433,7 +463,7 @@ class ArmMotion:
         self.cartesian_active = False  # joint goals come from the Cartesian reference
         self.guard_brakes = 0  # steps the box guard had to brake (rare with ee_delta)
         self._final_goal: np.ndarray | None = None  # where move_home ends
-        self._phase = ""  # move_home: "hand", then "posture", then "route" (joint moves)
+        self.homing = Homing.IDLE
         self._phase_ticks = 0  # in the phase (posture: since the last progress)
         self._phase_best = np.inf  # posture: the smallest joint error so far
         self._route: list[np.ndarray] = []  # joint waypoints still to go, the final goal last
@@ -491,7 +521,7 @@ class ArmMotion:
         self.joints.reset(q)
         self.cartesian_active = False
         self._final_goal = None
-        self._phase = ""
+        self._enter(Homing.IDLE)
         self._risk = None
         self._lookahead = []
         self._follow_joints()
@@ -499,6 +529,7 @@ class ArmMotion:
     def act(self, action: np.ndarray) -> None:
         """Take a normalised action: set the Cartesian target, or the joint goal."""
         self._final_goal = None
+        self._enter(Homing.IDLE)
         self._lookahead = []
         action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
         if self.mode == "ee_delta":
@@ -513,7 +544,7 @@ class ArmMotion:
         """Go to a joint configuration (a joint action)."""
         self.cartesian_active = False
         self._final_goal = None
-        self._phase = ""
+        self._enter(Homing.IDLE)
         self._lookahead = []
         self.joints.set_goal(goal)
 
@@ -531,6 +562,7 @@ class ArmMotion:
     def stop(self) -> None:
         """Brake within the limits and hold."""
         self._final_goal = None
+        self._enter(Homing.IDLE)
         self._lookahead = []
         if self.cartesian_active:
             self.cartesian.stop()
@@ -588,14 +620,16 @@ class ArmMotion:
         goal = self._final_goal
         assert goal is not None
         self._phase_ticks += 1
-        if self._phase == "stop" and np.max(np.abs(self.joints.v)) < 1e-2:
+        phase = self.homing
+        if phase is Homing.STOP and np.max(np.abs(self.joints.v)) < 1e-2:
             self._search = joint_route_search(self.joints.q, goal, self.limits, self._route_box, self.kinematics)
-            self._phase = "search"
-        if self._phase == "search":
+            self._enter(Homing.SEARCH)
+            phase = Homing.SEARCH  # (it starts on this tick)
+        if phase is Homing.SEARCH:
             self._search_on(goal, max(1, int(dt / ROUTE_CHECK_EVERY)))
-        elif self._phase == "hand" and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
-            self._phase, self._phase_ticks, self._phase_best = "posture", 0, np.inf
-        elif self._phase == "posture":
+        elif phase is Homing.HAND and self.cartesian.settled(1e-3, 1e-2) and self.joints.settled(1e-2, 5e-2):
+            self._enter(Homing.POSTURE)
+        elif phase is Homing.POSTURE:
             error = float(np.max(np.abs(self.joints.q - goal)))
             if error < self._phase_best - 1e-3:
                 self._phase_best, self._phase_ticks = error, 0
@@ -603,15 +637,23 @@ class ArmMotion:
             # the joints, on a route if there is one (straight otherwise: the guard holds).
             if error < 0.05 or self._phase_ticks > 100:
                 self._brake_then_search(then_hand_first=False)
-        elif self._phase == "route" and self.joints.settled():
+        elif phase is Homing.ROUTE and self.joints.settled():
             self._route.pop(0)
             self._set_joint_goal(self._route[0])
+
+    def _enter(self, phase: Homing) -> None:
+        """Go to ``phase``, as the table allows; anything else is a defect, said as such."""
+        if not homing_may_go(self.homing, phase):
+            raise RuntimeError(f"homing cannot go from {self.homing.name} to {phase.name} (HOMING_NEXT)")
+        self.homing = phase
+        self._phase_ticks = 0
+        self._phase_best = np.inf
 
     def _brake_then_search(self, then_hand_first: bool) -> None:
         """Bring the joints to rest, then search for a route (see ``move_home``)."""
         self.cartesian_active = False
         self.joints.stop()
-        self._phase, self._phase_ticks = "stop", 0
+        self._enter(Homing.STOP)
         self._hand_first_if_no_route = then_hand_first
 
     def _search_on(self, goal: np.ndarray, checks: int) -> None:
@@ -631,14 +673,14 @@ class ArmMotion:
                     self._follow_joints()
                     self.cartesian_active = True
                     self.cartesian.set_goal(self.goal_box.clip(self.kinematics.tcp(goal)))
-                    self._phase, self._phase_ticks = "hand", 0
+                    self._enter(Homing.HAND)
                 else:
                     self._follow_route([goal])
                 return
 
     def _follow_route(self, route: list[np.ndarray]) -> None:
         self._route = route
-        self._phase = "route"
+        self._enter(Homing.ROUTE)
         self._set_joint_goal(route[0])
 
     def _set_joint_goal(self, goal: np.ndarray) -> None:
