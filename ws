@@ -58,9 +58,10 @@ make_venv() {
 
 install_requirements() {
   local files=("$ROOT/requirements/python.txt")
+  local hashed=("$ROOT/requirements/agent.txt")  # (python.txt includes it)
   [ "$MODE" = wheels ] && files=("$ROOT/requirements/ros-$DISTRO-wheels.txt" "${files[@]}")
   local stamp="$VENV/.spin_decoupler_requirements" want
-  want="$MODE $(hash_of "${files[@]}")"
+  want="$MODE $(hash_of "${files[@]}" "${hashed[@]}")"
   if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
   say "installing Python dependencies into $VENV (a few minutes the first time)"
   local args=()

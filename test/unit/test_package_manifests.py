@@ -67,6 +67,76 @@ def needed(package: str) -> set[str]:
     return {ROSDEP_KEYS.get(module, module) for module in modules} | RUN_TIME_ONLY.get(package, set())
 
 
+# What a machine that runs only agents starts (a robot PC beside the arm): these modules,
+# with everything of ours they import, and the packages' launch files.
+AGENT_MODULES = {
+    "spin_decoupler_ros": (
+        "spin_decoupler_ros.examples.first_order_plant.agent",
+        "spin_decoupler_ros.skeletons.skeleton_agent",
+    ),
+    "franka_agent": ("franka_agent.panda_agent_node",),
+}
+AGENT_ONLY = 'condition="$SPIN_DECOUPLER_SIDE != agent"'
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of one of our modules, or None if it is not ours."""
+    top = module.split(".")[0]
+    if top not in PYTHON_PACKAGES:
+        return None
+    base = SRC / top / Path(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def agent_side_files(package: str) -> list[Path]:
+    """The agents' modules and every module of ours they import, at any depth (in a
+    function too), with the packages above them; and the package's launch files."""
+    files: set[Path] = set()
+    todo = list(AGENT_MODULES[package])
+    while todo:
+        module = todo.pop()
+        path = module_file(module)
+        if path is None or path in files:
+            continue
+        files.add(path)
+        parts = module.split(".")
+        todo += [".".join(parts[:end]) for end in range(1, len(parts))]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                todo += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return sorted(files) + sorted((SRC / package / "launch").glob("*.launch.py"))
+
+
+def needed_by_agents(package: str) -> set[str]:
+    files = agent_side_files(package)
+    modules = imported_modules(files) | launched_packages([path for path in files if path.name.endswith(".launch.py")])
+    return {ROSDEP_KEYS.get(module, module) for module in modules} - set(PYTHON_PACKAGES)
+
+
+@pytest.mark.parametrize("package", PYTHON_PACKAGES)
+def test_what_only_the_learner_needs_is_left_out_on_an_agent_only_machine(package: str) -> None:
+    """``SPIN_DECOUPLER_SIDE=agent rosdep install`` leaves out exactly what the agents do
+    not import: no torch, SB3, Gymnasium or pygame on a robot PC."""
+    text = (SRC / package / "package.xml").read_text()
+    learner_only = {name for name in declared(SRC / package / "package.xml") if f"{AGENT_ONLY}>{name}<" in text}
+    agents = needed_by_agents(package)
+    # Python modules only: ROS packages come with any ROS install, and stay unconditional.
+    python_keys = set(ROSDEP_KEYS.values()) | RUN_TIME_ONLY.get(package, set())
+    assert learner_only == (needed(package) - agents) & python_keys, (
+        f"{package}/package.xml: conditioned on the side {sorted(learner_only)}, the agents need {sorted(agents)}"
+    )
+    assert {"python3-torch", "python3-stable-baselines3-pip", "python3-gymnasium-pip"} <= learner_only
+    requirements = (SRC.parent / "requirements" / "agent.txt").read_text()
+    pip_names = {"python3-numpy": "numpy", "python3-yaml": "pyyaml", "python3-mujoco-pip": "mujoco"}
+    for key in agents & set(pip_names):
+        assert re.search(rf"^{pip_names[key]}\b", requirements, re.M), f"requirements/agent.txt lacks {pip_names[key]}"
+
+
 @pytest.mark.parametrize("package", PYTHON_PACKAGES)
 def test_a_python_package_declares_exactly_what_it_imports(package: str) -> None:
     missing = needed(package) - declared(SRC / package / "package.xml")
@@ -106,3 +176,26 @@ def test_every_package_carries_its_license_and_changelog() -> None:
         assert re.search(rf"^{re.escape(root.findtext('version') or '')} \(", changelog.read_text(), re.M), (
             f"{changelog} has no entry for version {root.findtext('version')}"
         )
+
+
+def test_the_packages_share_one_version_and_the_changelog_records_it() -> None:
+    """One version for the three packages, in package.xml, setup.py, their CHANGELOG.rst and
+    the newest release of CHANGELOG.md; the changelog holds versions, not dated entries."""
+    versions = {
+        package_xml.parent.name: ElementTree.parse(package_xml).getroot().findtext("version")
+        for package_xml in SRC.glob("*/package.xml")
+    }
+    assert len(versions) == 3 and len(set(versions.values())) == 1, versions
+    version = next(iter(versions.values()))
+    for package in PYTHON_PACKAGES:
+        assert f'version="{version}"' in (SRC / package / "setup.py").read_text(), (
+            f"{package}/setup.py is not at {version}"
+        )
+    changelog = (SRC.parent / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## (.*)$", changelog, re.M)
+    release = re.compile(r"\[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}")
+    assert headings[0] == "[Unreleased]", "CHANGELOG.md starts with [Unreleased]"
+    assert all(release.fullmatch(heading) for heading in headings[1:]), f"not a version section: {headings}"
+    assert release.fullmatch(headings[1]).group(1) == version, f"CHANGELOG.md's newest release is not {version}"  # type: ignore[union-attr]
+    sections = set(re.findall(r"^### (.*)$", changelog, re.M))
+    assert sections <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, sections
