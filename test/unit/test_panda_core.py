@@ -22,8 +22,8 @@ from franka_agent.core.motion import (
     ReferenceGenerator,
     WorkspaceBox,
     braking_knots,
-    joint_route_search,
     homing_may_go,
+    joint_route_search,
     rest_to_rest_path,
 )
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
@@ -590,7 +590,14 @@ def test_homing_without_a_route_walks_every_phase_of_its_table() -> None:
     motion._route_box = BOX.shrunk(0.25)  # (no move keeps the hand this far inside)
     settle_home(motion, panda.HOME)
     assert [b for _, b in motion.transitions] == [
-        Homing.STOP, Homing.SEARCH, Homing.HAND, Homing.POSTURE, Homing.STOP, Homing.SEARCH, Homing.ROUTE, Homing.IDLE
+        Homing.STOP,
+        Homing.SEARCH,
+        Homing.HAND,
+        Homing.POSTURE,
+        Homing.STOP,
+        Homing.SEARCH,
+        Homing.ROUTE,
+        Homing.IDLE,
     ]
     assert all(homing_may_go(a, b) for a, b in motion.transitions)
 
