@@ -3,6 +3,7 @@ follower: pure numpy (and MuJoCo for the model check), no ROS."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 
 import mujoco
@@ -583,12 +584,19 @@ def test_homing_goes_only_where_its_table_says() -> None:
                     motion._enter(b)
 
 
-def test_homing_without_a_route_walks_every_phase_of_its_table() -> None:
-    """No route fits a box this small: the hand goes first, then the posture, then, after
-    a second search, the joints straight to the goal; every step is one the table allows."""
+def test_homing_without_a_route_walks_every_phase_of_its_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no route keeps the hand in the box, the hand goes first, then the posture,
+    then, after a second search, the joints straight to the goal; every step is one the
+    table allows."""
+    import franka_agent.core.motion as motion_module
+
+    def no_route(*args: object, **kwargs: object) -> Generator[None, None, list[np.ndarray] | None]:
+        yield
+        return None
+
+    monkeypatch.setattr(motion_module, "joint_route_search", no_route)
     motion = TracedMotion("joint_delta", MotionLimits(), BOX, panda.HOME + 0.3)
-    motion._route_box = BOX.shrunk(0.25)  # (no move keeps the hand this far inside)
-    settle_home(motion, panda.HOME)
+    assert settle_home(motion, panda.HOME) is not None
     assert [b for _, b in motion.transitions] == [
         Homing.STOP,
         Homing.SEARCH,
