@@ -78,6 +78,7 @@ TESTS = (
     "test/integration/test_faults.py::test_an_agent_restarted_after_a_kill_is_taken_as_soon_as_it_is_ready",
     "test/integration/test_no_orphans.py::test_a_second_agent_is_named_whenever_it_started",
     "test/integration/test_interrupts.py::test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt",
+    "test/integration/test_interrupts.py::test_a_ctrl_c_that_lands_in_a_finalizer_still_interrupts_the_step",
     "test/integration/test_no_orphans.py::test_a_rerun_beside_a_stray_agent_says_so_by_name",
     "test/integration/test_lifecycle.py::test_a_panda_deactivated_mid_motion_brakes_to_rest_within_the_limits",
     "test/integration/test_time_aware_env.py::test_the_learners_work_runs_while_the_agent_acts",

@@ -80,6 +80,43 @@ def test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt(processes:
         assert lines[2] == "reset: seq 0", (trial, output)
 
 
+FINALIZED_LEARNER = """
+import os, signal, sys, time
+from spin_decoupler_ros.rl import RLClient
+
+class Finalized:
+    def __del__(self):  # where the Ctrl-C lands: Python drops an exception raised here
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            pass
+
+client = RLClient("/plant", connect_timeout=20, reset_timeout=5.0)
+client.reset()
+client.step([0.1])
+Finalized()
+print("finalized", flush=True)
+try:
+    for _ in range(100):
+        client.step([0.3])
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted: KeyboardInterrupt", flush=True)
+client.close()
+"""
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_still_interrupts_the_step(processes: ProcessGroup, tmp_path: Path) -> None:
+    """rclpy's executor drops a task (a Future, with a finalizer) per callback, and Python
+    drops an exception raised in a finalizer: a Ctrl-C landing there used to go unheard,
+    and the learner stepped on (rl/interrupts.py, raise_dropped_ctrl_c)."""
+    start_node(processes, PLANT, tmp_path, namespace="/plant", params={"rl_timestep": 0.02, "control_rate": 500.0})
+    (tmp_path / "learner.py").write_text(FINALIZED_LEARNER)
+    done = subprocess.run([sys.executable, str(tmp_path / "learner.py")], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["finalized", "interrupted: KeyboardInterrupt"], done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
 def test_a_ctrl_c_before_a_step_is_sent_leaves_the_episode_as_it_was_and_after_gives_it_up(
     processes: ProcessGroup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,7 +25,7 @@ from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
-from spin_decoupler_ros.rl.interrupts import interruptible, recover_executor, watch_for_ctrl_c
+from spin_decoupler_ros.rl.interrupts import interruptible, raise_dropped_ctrl_c, recover_executor, watch_for_ctrl_c
 
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.
@@ -83,6 +83,7 @@ class RLNode:
         try:
             with interruptible():
                 self.executor.spin_once(timeout_sec=max(timeout, 0.0))
+            raise_dropped_ctrl_c()  # (the executor drops a task, with its finalizer, per callback)
         except KeyboardInterrupt:
             recover_executor(self.executor, [self.node])  # (the next spin serves the node again)
             raise
@@ -322,6 +323,7 @@ class RLClient:
             poll_until = min(deadline, start + due_in + 4 * self.busy_wait)
         next_check, seen_gone = start + GRAPH_CHECK_S, 0
         while True:
+            raise_dropped_ctrl_c()
             answer = self.channel.poll()
             if answer is not None:
                 return answer

@@ -4,9 +4,13 @@ Python raises ``KeyboardInterrupt`` where its signal handler runs. When that is 
 Python call made from rclpy's C++ code (a message converted while the executor takes
 it), the C++ side sees only that the call failed, and pybind11 raises its own
 ``TypeError``/``RuntimeError`` ("Unable to convert ...") in place of the interrupt: a
-learner's ``except KeyboardInterrupt`` then misses it. ``watch_for_ctrl_c`` notes that
-SIGINT came (keeping Python's behaviour otherwise), and ``interruptible`` turns such a
-conversion failure back into ``KeyboardInterrupt``. test_ctrl_c_translation.py and test_interrupts.py hold it.
+learner's ``except KeyboardInterrupt`` then misses it. When it is inside a finalizer
+(``__del__``: rclpy's ``Future`` has one, and the executor drops a task per callback),
+Python reports it as "Exception ignored" and drops it: the learner never hears of it.
+``watch_for_ctrl_c`` notes that SIGINT came (keeping Python's behaviour otherwise) and
+catches a dropped interrupt; ``interruptible`` turns a conversion failure back into
+``KeyboardInterrupt``, and ``raise_dropped_ctrl_c`` raises a dropped one where the
+client next looks. test_ctrl_c_translation.py and test_interrupts.py hold it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ CONVERSION_FAILED = "Unable to convert"
 
 class _CtrlC:
     seen = False  # a SIGINT came since the current interruptible block began
+    dropped = False  # a KeyboardInterrupt raised where Python drops it (a finalizer)
+    previous_hook: Callable[[Any], object] | None = None
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -33,13 +39,36 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as Python's own
 
 
+def _on_unraisable(unraisable: Any) -> None:
+    """sys.unraisablehook: a KeyboardInterrupt Python would drop is kept, to be raised
+    again (``raise_dropped_ctrl_c``); anything else goes to the hook that was in place."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _CtrlC.dropped = True
+        return
+    previous = _CtrlC.previous_hook or sys.__unraisablehook__
+    previous(unraisable)
+
+
 def watch_for_ctrl_c() -> None:
     """Note SIGINTs where Python's default handler is in place (a program's own handler is
-    left alone); callable from any thread, and more than once."""
+    left alone), and keep the interrupts a finalizer would drop; callable from any thread,
+    and more than once."""
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
+    if sys.unraisablehook is not _on_unraisable:
+        _CtrlC.previous_hook = sys.unraisablehook
+        sys.unraisablehook = _on_unraisable
+
+
+def raise_dropped_ctrl_c() -> None:
+    """Raise the KeyboardInterrupt that Python dropped in a finalizer, if one was: the
+    client calls it wherever it waits, so a Ctrl-C never goes unheard
+    (test_interrupts.py::test_a_ctrl_c_that_lands_in_a_finalizer_still_interrupts_the_step)."""
+    if _CtrlC.dropped:
+        _CtrlC.dropped = False
+        raise KeyboardInterrupt("interrupted (Ctrl-C) while Python ran a finalizer")
 
 
 @contextmanager
