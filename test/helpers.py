@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -13,6 +14,14 @@ from spin_decoupler_ros.dds_profile import PROFILE_VARIABLES, dds_environment
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
 _used_domains: set[int] = set()
+
+
+def sigint_as_from_a_terminal() -> None:
+    """SIGINT at its default in a child (``preexec_fn``), as a terminal's Ctrl-C finds it: a
+    shell that starts a command in the background (pytest under a CI script, or a stress
+    gate run with nohup) makes SIGINT ignored, an ignored signal is inherited, and a test
+    of what Ctrl-C does would then send one that nothing hears."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _free_domain() -> int:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import start_node
+from helpers import sigint_as_from_a_terminal, start_node
 
 from spin_decoupler_ros.core.errors import NotResetError
 from spin_decoupler_ros.rl import RLClient
@@ -57,7 +57,11 @@ def test_a_learners_ctrl_c_anywhere_in_a_step_is_a_keyboard_interrupt(processes:
     rng = random.Random()
     for trial in range(8):
         learner = subprocess.Popen(
-            [sys.executable, str(tmp_path / "learner.py")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [sys.executable, str(tmp_path / "learner.py")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=sigint_as_from_a_terminal,
         )
         try:
             assert learner.stdout is not None
@@ -112,7 +116,13 @@ def test_a_ctrl_c_that_lands_in_a_finalizer_still_interrupts_the_step(processes:
     and the learner stepped on (rl/interrupts.py, raise_dropped_ctrl_c)."""
     start_node(processes, PLANT, tmp_path, namespace="/plant", params={"rl_timestep": 0.02, "control_rate": 500.0})
     (tmp_path / "learner.py").write_text(FINALIZED_LEARNER)
-    done = subprocess.run([sys.executable, str(tmp_path / "learner.py")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "learner.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=sigint_as_from_a_terminal,
+    )
     assert done.stdout.splitlines() == ["finalized", "interrupted: KeyboardInterrupt"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
 
@@ -157,6 +167,7 @@ def test_ctrl_c_ends_the_main_job_with_one_line_where_the_run_is(ros_domain: dic
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from helpers import sigint_as_from_a_terminal
 
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
@@ -33,13 +34,6 @@ HELPER_SCRIPT = textwrap.dedent(
         time.sleep(600)
     """
 )
-
-
-def sigint_as_from_a_terminal() -> None:
-    """SIGINT at its default in the parent, as a terminal's Ctrl-C finds it: a shell that
-    starts a command in the background (pytest, under a CI script) makes it ignored, and
-    an ignored signal is inherited."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_parent(command: list[str], ready_when: str, tmp_path: Path, timeout: float = 120.0) -> subprocess.Popen[str]:
