@@ -68,6 +68,9 @@ STALL_QUIET_MAX_S = 0.2
 # After a stop, at least this long: the first command sent right after a 1 s stop once
 # took 100 ms to reach the controller (DDS catching up), several times the lead.
 STOPPED_QUIET_S = 0.15
+# The warning when the process was stopped (SIGSTOP) between a command's last check and
+# its leaving; the tests match it.
+STOPPED_WHILE_SENDING = "the agent was stopped while sending a command"
 # Where the world waits for the agent: how long a tick waits for the joint state stamped
 # at its time (published before the /clock that made the tick, on another topic), polling.
 STATE_AT_TICK_WAIT_S = 0.5
@@ -429,7 +432,12 @@ class PandaAgent(AgentNode):
         - a command that got older than its lead while it was planned is not sent;
         - after a stop, or a stall while sending, the last command may or may not have
           reached the joint controller in time: nothing is sent until the arm rests at
-          the end of whichever it followed, and the next command starts from there.
+          the end of whichever it followed, and the next command starts from there;
+        - a stop between the last check and the message leaving cannot be helped from
+          here: the command may reach the controller after its lead, and
+          joint_trajectory_controller jumps onto its own segment; the agent says so
+          (STOPPED_WHILE_SENDING) and goes on as after any stop. A real-time priority
+          (``realtime_priority``) keeps such stalls away.
         """
         started = time.monotonic()
         now_ns = self._command_time_ns()  # (read again before sending: planning takes time)
@@ -468,6 +476,7 @@ class PandaAgent(AgentNode):
             self.controller.replan_from(q)
             raise RuntimeError("the motion planner produced a non-finite reference: not sent; replanning from the arm")
         message = self._fill_message(command)
+        sending = time.monotonic()  # (before the check: a stop after it is seen by _sent_late)
         late_ns = self._command_time_ns() - command.stamp_ns
         if self._continued_at > started or late_ns > self._command_lead_ns - self.params.control_period_ns // 2:
             self.controller.withdraw()
@@ -477,11 +486,20 @@ class PandaAgent(AgentNode):
                 throttle_duration_sec=1.0,
             )
             return
-        sending = time.monotonic()
         self._command_pub.publish(message)
         self.commit_world(command.stamp_ns + command.times_ns[0])
         self._note_commanded(command)
-        if self._sent_late(sending, command.stamp_ns):  # (a stop meanwhile: the next tick's check)
+        if self._continued_at > sending:
+            # Stopped between the last check and the message leaving: nothing on this side
+            # can take it back. Said every time, so that what the controller did with it
+            # can be traced to it (test_panda.py::assert_no_violation_but_of_stopped_sends).
+            self._settled_stop_at = self._continued_at
+            self.controller.mark_uncertain()
+            self.get_logger().warning(
+                f"{STOPPED_WHILE_SENDING}: it may have reached the controller after its lead, and the controller "
+                "then jumps onto it; commanding goes on from the arm once it rests"
+            )
+        elif self._sent_late(sending, command.stamp_ns):
             self.controller.mark_uncertain()
             self.get_logger().warning(
                 "the agent stalled while sending a command: it may have reached the controller too late; "
