@@ -5,6 +5,7 @@ CPU hog pinned to one core, counting failures per test.
     ./ws bench stress --runs 5 --columns busy_core
     ./ws bench stress --resume           # go on with the last gate, if the code is the same
     ./ws bench stress --keep-failures /tmp/stress_failures   # a failing run's logs kept
+    ./ws bench stress --tests <ids> --name stress_restarts   # a few tests, their own result
 
 Writes bench/results/stress.json: {"runs": N, "idle": {"<test id>": failures, ...},
 "busy_core": {...}} and, per column, the wall time per run and every failure's first
@@ -273,7 +274,12 @@ def main() -> int:
     parser.add_argument("--fuzz-steps", type=int, default=150)
     parser.add_argument("--tests", nargs="*", default=list(TESTS))
     parser.add_argument(
-        "--resume", action="store_true", help="add runs to bench/results/stress.json if it measured this code"
+        "--name",
+        default="stress",
+        help="the result's name, bench/results/NAME.json (another name for a gate on a few tests)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="add runs to bench/results/NAME.json if it measured this code"
     )
     parser.add_argument(
         "--keep-failures", type=Path, default=None, help="keep a failing run's test folders (logs, records) here"
@@ -292,10 +298,10 @@ def main() -> int:
     }
     outcomes = {column: new_column() for column in columns}
     if args.resume:
-        previous = json.loads((RESULTS / "stress.json").read_text())
+        previous = json.loads((RESULTS / f"{args.name}.json").read_text())
         refusal = resumable(previous, result)
         if refusal is not None:
-            parser.error(f"--resume: bench/results/stress.json cannot be continued: {refusal}")
+            parser.error(f"--resume: bench/results/{args.name}.json cannot be continued: {refusal}")
         result["code"]["commits"] = sorted({*previous["code"].get("commits", [previous["code"]["commit"]])})
         for column in columns:
             if column in previous["details"]:
@@ -311,7 +317,7 @@ def main() -> int:
             result["details"][column] = {
                 key: outcomes[column][key] for key in ("runs_done", "failure_texts", "seconds_per_run")
             }
-        write_result("stress", result, quiet=True)
+        write_result(args.name, result, quiet=True)
 
     report()
     while True:
