@@ -27,7 +27,7 @@ from bench.common import summary_ms, write_result
 from franka_agent.core.command_check import command_violations
 from franka_agent.core.controller import PandaController
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import MotionLimits, WorkspaceBox
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
 from franka_agent.inprocess_env import _points
 

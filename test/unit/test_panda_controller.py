@@ -13,7 +13,7 @@ from franka_agent.core import panda
 from franka_agent.core.command_check import Violation, command_violations
 from franka_agent.core.controller import Command, PandaController
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import MotionLimits, WorkspaceBox
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
 from franka_agent.inprocess_env import InProcessPandaReachEnv, _points
 
@@ -237,7 +237,7 @@ import sys
 import numpy as np
 from franka_agent.core import panda
 from franka_agent.core.controller import PandaController
-from franka_agent.core.motion import MotionLimits, WorkspaceBox
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
 
 box = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 c = PandaController("{mode}", MotionLimits(), box, 10_000_000)

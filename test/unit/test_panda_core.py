@@ -14,20 +14,12 @@ from hypothesis import strategies as st
 
 from franka_agent.core import panda
 from franka_agent.core.command_check import DesiredStateMonitor
+from franka_agent.core.homing import HOMING_NEXT, Homing, homing_may_go, joint_route_search
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import (
-    HOMING_NEXT,
-    ArmMotion,
-    Homing,
-    MotionLimits,
-    ReferenceGenerator,
-    WorkspaceBox,
-    braking_knots,
-    homing_may_go,
-    joint_route_search,
-    rest_to_rest_path,
-)
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
+from franka_agent.core.motion import ArmMotion
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
+from franka_agent.core.reference import ReferenceGenerator, braking_knots, rest_to_rest_path
 from franka_agent.core.sim import PandaSim
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint, sample_knots
 

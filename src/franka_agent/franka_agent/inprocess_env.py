@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
-from franka_agent.core.motion import MotionLimits, WorkspaceBox
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
 from franka_agent.core.trajectory import TrajectoryPoint
 from franka_agent.reach_task import OBSERVATION_SIZE, ReachTask

@@ -48,7 +48,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from franka_agent.core import panda
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
-from franka_agent.core.motion import ACTION_MODES, MotionLimits, WorkspaceBox
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
+from franka_agent.core.motion import ACTION_MODES
 from franka_agent.core.stops import StopDetector
 from franka_agent.recovery import PERSON_MUST_ACT, Outcome, Recovery, make_recovery
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage, sensor_qos

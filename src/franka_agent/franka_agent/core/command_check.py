@@ -22,7 +22,7 @@ import numpy as np
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import WorkspaceBox
+from franka_agent.core.limits import WorkspaceBox
 from franka_agent.core.trajectory import TrajectoryPoint
 
 # A limit is violated when exceeded by more than this share (floating-point and

@@ -14,7 +14,9 @@ import numpy as np
 
 from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import ArmMotion, MotionLimits, MotionState, WorkspaceBox, braking_knots
+from franka_agent.core.limits import MotionLimits, WorkspaceBox
+from franka_agent.core.motion import ArmMotion, MotionState
+from franka_agent.core.reference import braking_knots
 from franka_agent.core.trajectory import sample_knots
 
 NS = 1_000_000_000

@@ -10,6 +10,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from franka_agent.core import panda
+from franka_agent.core.limits import MotionLimits
 from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
 
 
@@ -46,3 +48,26 @@ class PandaKinematics:
         tcp = self.data.site_xpos[self._site].copy()
         offsets = tcp - self.data.xanchor
         return tcp, np.linalg.norm(np.cross(self.data.xaxis, offsets), axis=1)
+
+
+def solve_ik(
+    kinematics: PandaKinematics,
+    q_from: np.ndarray,
+    target: np.ndarray,
+    limits: MotionLimits,
+    damping: float = 0.05,
+    iterations: int = 1,
+    posture: np.ndarray = panda.HOME,
+    posture_gain: float = 0.05,
+) -> np.ndarray:
+    """Joints near ``q_from`` that move the TCP towards ``target``: damped least squares,
+    with a null-space pull towards ``posture``, clipped to the joint limits."""
+    q = q_from.copy()
+    for _ in range(iterations):
+        position, jacobian = kinematics.tcp_and_jacobian(q)
+        jjt = jacobian @ jacobian.T + (damping**2) * np.eye(3)
+        pseudo_inverse = jacobian.T @ np.linalg.inv(jjt)
+        null_space = np.eye(panda.DOF) - pseudo_inverse @ jacobian
+        q = q + pseudo_inverse @ (target - position) + posture_gain * null_space @ (posture - q)
+        q = np.clip(q, limits.lower, limits.upper)
+    return q

@@ -1,380 +1,33 @@
 """From a normalised RL action to a joint reference the Panda can follow, within hard limits.
 
-Pure numpy. The pieces:
+``ArmMotion`` is what the agent commands. An ``ee_delta`` action moves a Cartesian
+reference for the TCP (bounded by the shrunk workspace box, so straight, target-based
+and drift-free), differential IK turns it into joint goals, and a joint reference
+(``reference.ReferenceGenerator``) tracks those within the joint limits
+(``limits.MotionLimits``). A ``joint_delta`` action (and a reset, ``homing.py``) sets
+the joint goal directly. Whatever the goal, a step is taken only if the arm could still
+brake from it (``reference.braking_knots``), within the acceleration limits, without the
+TCP leaving the workspace box; otherwise the reference brakes instead.
 
-- ``WorkspaceBox``: the Cartesian box the hand's TCP must stay in.
-- ``Bounds`` and ``ReferenceGenerator``: a reference (position, velocity) in any number
-  of dimensions that chases a goal within position, velocity and acceleration bounds,
-  never overshooting the goal per axis (so it never leaves the span between its start
-  and its goal, which is what keeps commands inside the limits).
-- ``ArmMotion``: what the agent commands. An ``ee_delta`` action moves a Cartesian
-  reference for the TCP (bounded by the shrunk workspace box, so straight, target-
-  based and drift-free), differential IK turns it into joint goals, and a joint
-  reference tracks those within the joint limits. A ``joint_delta`` action (and a
-  reset) sets the joint goal directly. Whatever the goal, a step is taken only if the
-  arm could still brake from it, within the acceleration limits, without the TCP
-  leaving the workspace box; otherwise the reference brakes instead.
-- ``braking_knots``: the tail every command ends with, each joint braking to rest
-  within its acceleration limit, so that a joint controller which hears nothing more
-  brings the arm to rest smoothly (and newer joint_trajectory_controllers, which refuse
-  trajectories that end moving, accept it).
+Pure numpy, no ROS.
 """
 
 from __future__ import annotations
 
-import enum
-import itertools
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from franka_agent.core import panda
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.homing import Homing, homing_may_go, joint_route_search
+from franka_agent.core.kinematics import PandaKinematics, solve_ik
+from franka_agent.core.limits import Bounds, MotionLimits, WorkspaceBox
+from franka_agent.core.reference import ReferenceGenerator, braking_tcps
 
 ACTION_MODES = ("ee_delta", "joint_delta")
 FOLLOW_GAIN = 20.0  # 1/s: how fast the joints close a gap to the IK solution (50 ms)
-BRAKING_CHECKS = np.array([0.25, 0.5, 0.75])  # shares of the longest stop the box guard checks too
 ROUTE_CHECK_EVERY = 0.002  # s of control period per check a reset's route search makes (0.2-0.3 ms each)
-BRAKING_SAMPLES_PER_CHECK = 8  # points of a move whose braking one such check tests
-
-
-@dataclass(frozen=True)
-class WorkspaceBox:
-    """An axis-aligned box (m, base frame) for the TCP."""
-
-    low: np.ndarray
-    high: np.ndarray
-
-    def __post_init__(self) -> None:
-        low = np.asarray(self.low, dtype=np.float64)
-        high = np.asarray(self.high, dtype=np.float64)
-        if low.shape != (3,) or high.shape != (3,) or np.any(low >= high):
-            raise ValueError(f"workspace box needs low < high in x, y, z; got {low} and {high}")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
-
-    def contains(self, point: np.ndarray, tolerance: float = 0.0) -> bool:
-        return bool(np.all(point >= self.low - tolerance) and np.all(point <= self.high + tolerance))
-
-    def clip(self, point: np.ndarray) -> np.ndarray:
-        return np.clip(point, self.low, self.high)
-
-    def shrunk(self, margin: float) -> WorkspaceBox:
-        if np.any(self.high - self.low <= 2 * margin):
-            raise ValueError(f"workspace box is too small for a {margin} m margin")
-        return WorkspaceBox(self.low + margin, self.high - margin)
-
-    def excess(self, point: np.ndarray) -> float:
-        """How far (m) outside the box a point is (or the farthest of several, one per
-        row); 0 inside."""
-        return float(np.max(np.maximum(self.low - point, point - self.high).clip(min=0.0)))
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Per-axis position bounds and speed and acceleration limits of a reference."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-    velocity: np.ndarray
-    acceleration: np.ndarray
-
-
-@dataclass(frozen=True)
-class MotionLimits:
-    """The joint limits the agent's commands keep: a share of the Panda's, plus a margin.
-
-    :param velocity_fraction: share of the Panda's joint velocity limits used.
-    :param acceleration_fraction: share of its acceleration limits. A full reversal of
-        acceleration in one control period is a jerk of 2 a / T: at 1.0 that stays within
-        the Panda's jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
-    :param joint_margin: distance (rad) kept from every joint's position limits.
-    """
-
-    velocity_fraction: float = 0.5
-    acceleration_fraction: float = 0.5
-    joint_margin: float = 0.05
-    joints: Bounds = field(init=False)
-
-    def __post_init__(self) -> None:
-        for name in ("velocity_fraction", "acceleration_fraction"):
-            value = getattr(self, name)
-            if not 0.0 < value <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {value}")
-        if not 0.0 <= self.joint_margin < 0.5:
-            raise ValueError(f"joint_margin must be in [0, 0.5) rad, got {self.joint_margin}")
-        joints = Bounds(
-            panda.LOWER + self.joint_margin,
-            panda.UPPER - self.joint_margin,
-            panda.MAX_VELOCITY * self.velocity_fraction,
-            panda.MAX_ACCELERATION * self.acceleration_fraction,
-        )
-        object.__setattr__(self, "joints", joints)
-
-    @property
-    def lower(self) -> np.ndarray:
-        return self.joints.lower
-
-    @property
-    def upper(self) -> np.ndarray:
-        return self.joints.upper
-
-    @property
-    def velocity(self) -> np.ndarray:
-        return self.joints.velocity
-
-    @property
-    def acceleration(self) -> np.ndarray:
-        return self.joints.acceleration
-
-    def max_control_rate(self) -> float:
-        """Highest control rate (Hz) at which a full acceleration reversal per period
-        stays within the Panda's jerk limits."""
-        return float(np.min(panda.MAX_JERK / (2.0 * self.acceleration)))
-
-
-class ReferenceGenerator:
-    """A reference (x, v) that chases a goal within ``Bounds``.
-
-    Each ``step(dt)`` picks, per axis, the fastest next velocity from which it can still
-    stop on the goal and short of the position bounds, and moves towards it by at most
-    ``a dt``. So an axis never passes its goal while heading for it, and a new goal is
-    taken up from wherever the reference is, without a jump.
-    """
-
-    def __init__(self, bounds: Bounds, start: np.ndarray) -> None:
-        self.bounds = bounds
-        self.q = np.clip(np.asarray(start, dtype=np.float64), bounds.lower, bounds.upper)
-        self.v = np.zeros_like(self.q)
-        self.goal = self.q.copy()
-
-    def reset(self, start: np.ndarray) -> None:
-        """Restart at rest from ``start``."""
-        self.q = np.clip(np.asarray(start, dtype=np.float64), self.bounds.lower, self.bounds.upper)
-        self.v = np.zeros_like(self.q)
-        self.goal = self.q.copy()
-
-    def set_goal(self, goal: np.ndarray) -> None:
-        self.goal = np.clip(goal, self.bounds.lower, self.bounds.upper)
-
-    def stop(self) -> None:
-        """Brake as hard as allowed and hold where it comes to rest."""
-        self.set_goal(self.q + self.v * np.abs(self.v) / (2 * self.bounds.acceleration))
-
-    def step(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """Advance by ``dt`` seconds; return the new (x, v)."""
-        self.q, self.v = self.advance(self.q, self.v, dt)
-        return self.q, self.v
-
-    def settled(self, position_tolerance: float = 1e-3, velocity_tolerance: float = 1e-2) -> bool:
-        return bool(
-            np.all(np.abs(self.goal - self.q) < position_tolerance) and np.all(np.abs(self.v) < velocity_tolerance)
-        )
-
-    def advance(self, q: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """One step from (q, v) towards the goal, as a pure function."""
-        if dt <= 0.0:
-            return q, v
-        bounds = self.bounds
-        a = bounds.acceleration
-        distance = self.goal - q
-        direction = np.sign(distance)
-        desired = direction * np.minimum(self._stoppable(np.abs(distance), v * direction, a, dt), bounds.velocity)
-        # Never head for a position bound faster than it can be stopped short of.
-        desired = np.minimum(desired, self._stoppable(bounds.upper - q, v, a, dt))
-        desired = np.maximum(desired, -self._stoppable(q - bounds.lower, -v, a, dt))
-        new_v = v + np.clip(desired - v, -a * dt, a * dt)
-        new_q = q + 0.5 * (v + new_v) * dt
-        # An axis that would pass its goal while slow enough to stop within this step
-        # stops: at rest where braking at a constant rate takes it, so that every step is
-        # one of constant acceleration, which is what the joint controller's cubic
-        # interpolation between the points sent reproduces (a step that stopped dead on
-        # the goal instead, moving nowhere while its velocity fell, made that spline
-        # overshoot and come back: up to 4x the acceleration limit;
-        # test_motion.py::test_every_reference_step_is_one_of_constant_acceleration).
-        passed = np.sign(self.goal - new_q) != direction
-        arrived = passed & (np.abs(v) <= a * dt)
-        new_q = np.where(arrived, q + 0.5 * v * dt, new_q)
-        new_v = np.where(arrived, 0.0, new_v)
-        return np.clip(new_q, bounds.lower, bounds.upper), np.clip(new_v, -bounds.velocity, bounds.velocity)
-
-    @staticmethod
-    def _stoppable(room: np.ndarray, speed_towards: np.ndarray, a: np.ndarray, dt: float) -> np.ndarray:
-        """Largest next velocity towards an obstacle ``room`` away, given the velocity now,
-        from which braking at ``a`` stops within the room (trapezoidal steps of ``dt``):
-        v' <= sqrt(2 a room - a dt v + (a dt)^2) - a dt."""
-        radicand = 2.0 * a * np.maximum(room, 0.0) - a * dt * speed_towards + (a * dt) ** 2
-        return np.sqrt(np.maximum(radicand, 0.0)) - a * dt
-
-
-def braking_path(q: np.ndarray, v: np.ndarray, limits: MotionLimits, times: np.ndarray) -> np.ndarray:
-    """Where the joints are ``times`` (s, one row each) into braking from (q, v): every
-    joint slows at its acceleration limit and rests where it stops."""
-    speed = np.abs(v)
-    stop = speed / limits.acceleration
-    elapsed = np.minimum(np.asarray(times)[:, None], stop[None, :])
-    travel = speed * elapsed - 0.5 * limits.acceleration * elapsed**2
-    return np.clip(q + np.sign(v) * travel, limits.lower, limits.upper)
-
-
-def braking_knots(q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """How the reference (q, v) brakes to rest: every joint slows at its acceleration
-    limit until it stops. Returned as knots (ns after (q, v), q, v), one at each joint's
-    stopping time, so that between knots every joint either brakes at a constant rate or
-    rests: cubic interpolation through them, which is what a joint trajectory controller
-    does, is then the braking exactly. At most one knot per joint; none at rest.
-
-    Joint-wise braking is what ``ArmMotion`` keeps viable at every step (it never plans a
-    state from which it would leave the workspace box or the joint limits)."""
-    speed = np.abs(v)
-    moving = speed > 0.0
-    if not np.any(moving):
-        return []
-    # Whole nanoseconds, rounded up (and at least a microsecond, so no segment is too short
-    # to interpolate): each joint decelerates a hair under its limit.
-    stop_ns = np.where(moving, np.maximum(np.ceil(speed / limits.acceleration * 1e9), 1000.0), 0.0)
-    deceleration = np.where(moving, speed / np.maximum(stop_ns, 1.0) * 1e9, 0.0)
-    direction = np.where(moving, np.sign(v), 0.0)
-    # (Sorted and deduplicated by hand: np.unique imports numpy.ma on its first call,
-    # 24 ms that once made an agent's first command arrive after its own planned points.)
-    times_ns = np.sort(stop_ns[moving])
-    times_ns = times_ns[np.concatenate(([True], np.diff(times_ns) > 0.0))]
-    elapsed = np.minimum(times_ns[:, None], stop_ns[None, :]) * 1e-9  # each joint brakes until it stops
-    still_braking = stop_ns[None, :] > times_ns[:, None]
-    velocities = np.where(still_braking, direction * (speed - deceleration * elapsed), 0.0)
-    positions = np.clip(q + direction * (speed * elapsed - 0.5 * deceleration * elapsed**2), limits.lower, limits.upper)
-    return [(int(t_ns), positions[i], velocities[i]) for i, t_ns in enumerate(times_ns)]
-
-
-def rest_to_rest_path(
-    q: np.ndarray, goal: np.ndarray, limits: MotionLimits, samples: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where the joints pass on a joint move from rest at ``q`` to rest at ``goal``, each
-    joint on its own time-optimal profile within its limits, as ``ReferenceGenerator``
-    moves them (so not along a straight joint-space line): times (s), configurations and
-    velocities (one per row), ``samples`` evenly in time, then one where each joint arrives."""
-    distance = np.abs(goal - q)
-    a, top = limits.acceleration, limits.velocity
-    peak = np.minimum(np.sqrt(distance * a), top)  # a joint too close to reach top speed
-    ramp = peak / a
-    arrival = np.where(peak > 0.0, distance / np.maximum(peak, 1e-12) + ramp, 0.0)
-    t = np.concatenate((np.linspace(0.0, arrival.max(), samples), arrival))[:, None]
-    braking = np.clip(t - (arrival - ramp), 0.0, ramp)
-    covered = 0.5 * a * np.minimum(t, ramp) ** 2 + peak * np.clip(t - ramp, 0.0, arrival - 2 * ramp)
-    covered += peak * braking - 0.5 * a * braking**2
-    speed = np.clip(np.minimum(a * np.minimum(t, ramp), peak - a * braking), 0.0, None)
-    direction = np.sign(goal - q)
-    return t[:, 0], q + direction * np.minimum(covered, distance), direction * speed
-
-
-def braking_tcps(kinematics: PandaKinematics, q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> np.ndarray:
-    """Where the TCP passes if the joints brake now from (q, v), as ``braking_knots``
-    commands it (each joint at its own limit, stopping at its own time, so not along a
-    straight line): now, where each joint stops, and at quarters of the longest stop (one
-    row each; between them the path strays under 0.3 mm, where five points of the
-    straight line missed it by up to 3.4 mm)."""
-    speed = np.abs(v)
-    if not np.any(speed):
-        return kinematics.tcp(q)[None, :]
-    stop = speed / limits.acceleration
-    times = np.concatenate((stop[speed > 0.0], stop.max() * BRAKING_CHECKS))
-    return np.array([kinematics.tcp(q), *(kinematics.tcp(p) for p in braking_path(q, v, limits, times))])
-
-
-def joint_route_search(
-    q: np.ndarray,
-    goal: np.ndarray,
-    limits: MotionLimits,
-    box: WorkspaceBox,
-    kinematics: PandaKinematics,
-    samples: int = 40,
-) -> Generator[None, None, list[np.ndarray] | None]:
-    """Waypoints for a joint move from ``q`` (at rest) to ``goal`` along which the TCP
-    stays in ``box`` (or, if an end is outside it, no further out): ``[goal]`` if the
-    direct move does; otherwise, in turn, the most joints that can go to their goal while
-    the others hold. A direct move between two postures can swing the hand far out (from
-    an arm pushed into a corner, the guard held it at the floor 1.8 rad short of home).
-
-    A search a step at a time: it yields after each check (a move's path, or braking from
-    a few of its points: 0.2-0.3 ms; a search can take a few hundred), so a control loop
-    can spread it over its ticks, and returns the route, or None if there is no such route."""
-
-    def worst_excess(configurations: np.ndarray | list[np.ndarray]) -> float:
-        return box.excess(np.array([kinematics.tcp(configuration) for configuration in configurations]))
-
-    def move_fits(start: np.ndarray, end: np.ndarray) -> Generator[None, None, bool]:
-        """The hand stays in along the move, and so it would if the joints braked at any
-        point of it: the box guard's own test, so the guard never holds a route it was
-        given (test_panda_core.py::test_a_reset_route_is_one_the_box_guard_lets_through).
-        The path first, the cheaper test, which most rejected moves fail; braking from
-        ``BRAKING_SAMPLES_PER_CHECK`` of its points at a time after it."""
-        _, path, velocities = rest_to_rest_path(start, end, limits, samples)
-        if worst_excess(path) > allowed:
-            return False
-        for first in range(0, len(path), BRAKING_SAMPLES_PER_CHECK):
-            yield
-            points = range(first, min(first + BRAKING_SAMPLES_PER_CHECK, len(path)))
-            if any(box.excess(braking_tcps(kinematics, path[i], velocities[i], limits)) > allowed for i in points):
-                return False
-        return True
-
-    allowed = worst_excess([q, goal]) + 1e-9
-    route: list[np.ndarray] = []
-    here = q.copy()
-    remaining = [joint for joint in range(panda.DOF) if here[joint] != goal[joint]]
-    while remaining:
-        waypoint = None
-        for size in range(len(remaining), 0, -1):
-            for joints in itertools.combinations(remaining, size):
-                candidate = here.copy()
-                candidate[list(joints)] = goal[list(joints)]
-                fits = yield from move_fits(here, candidate)
-                yield
-                if fits:
-                    waypoint = candidate
-                    break
-            if waypoint is not None:
-                break
-        if waypoint is None:
-            return None
-        route.append(waypoint)
-        here = waypoint
-        remaining = [joint for joint in remaining if here[joint] != goal[joint]]
-    return route or [goal.copy()]  # (already there: a move of nothing)
-
-
-def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
-    """The largest factor <= 1 that brings every element of ``vector`` within ``limit``
-    (elements that are zero constrain nothing)."""
-    magnitude = np.abs(vector)
-    moving = magnitude > 1e-12
-    if not np.any(moving):
-        return 1.0
-    return min(1.0, float(np.min(limit[moving] / magnitude[moving])))
-
-
-def solve_ik(
-    kinematics: PandaKinematics,
-    q_from: np.ndarray,
-    target: np.ndarray,
-    limits: MotionLimits,
-    damping: float = 0.05,
-    iterations: int = 1,
-    posture: np.ndarray = panda.HOME,
-    posture_gain: float = 0.05,
-) -> np.ndarray:
-    """Joints near ``q_from`` that move the TCP towards ``target``: damped least squares,
-    with a null-space pull towards ``posture``, clipped to the joint limits."""
-    q = q_from.copy()
-    for _ in range(iterations):
-        position, jacobian = kinematics.tcp_and_jacobian(q)
-        jjt = jacobian @ jacobian.T + (damping**2) * np.eye(3)
-        pseudo_inverse = jacobian.T @ np.linalg.inv(jjt)
-        null_space = np.eye(panda.DOF) - pseudo_inverse @ jacobian
-        q = q + pseudo_inverse @ (target - position) + posture_gain * null_space @ (posture - q)
-        q = np.clip(q, limits.lower, limits.upper)
-    return q
 
 
 @dataclass
@@ -389,33 +42,14 @@ class MotionState:
     risk: float  # _box_risk(q, v)
 
 
-class Homing(enum.Enum):
-    """Where ``ArmMotion.move_home`` is: a state machine whose transitions are HOMING_NEXT
-    (test_panda_core.py::test_homing_goes_only_where_its_table_says walks it)."""
-
-    IDLE = "idle"  # not homing
-    STOP = "stop"  # braking to rest, then a route search
-    SEARCH = "search"  # searching a route that keeps the hand in the box; the arm holds
-    HAND = "hand"  # no route: the hand first, straight to where the goal puts it
-    POSTURE = "posture"  # then the posture turns towards the goal through the IK's null space
-    ROUTE = "route"  # the joints go the rest of the way, leg by leg; the last leg ends it
-
-
-# What may follow each phase. Besides these, any phase may go to IDLE (an action, a reset,
-# a stop, or the route's last leg ends homing) and to STOP (a new ``move_home``).
-HOMING_NEXT: dict[Homing, frozenset[Homing]] = {
-    Homing.IDLE: frozenset(),
-    Homing.STOP: frozenset({Homing.SEARCH}),  # at rest
-    Homing.SEARCH: frozenset({Homing.ROUTE, Homing.HAND}),  # a route, or none: the hand first, or straight
-    Homing.HAND: frozenset({Homing.POSTURE}),  # the hand has arrived
-    Homing.POSTURE: frozenset(),  # close enough, or stuck: STOP, then a search without the hand first
-    Homing.ROUTE: frozenset(),  # leg after leg within the phase; the last one ends it (IDLE)
-}
-
-
-def homing_may_go(phase: Homing, to: Homing) -> bool:
-    """Whether HOMING_NEXT (and the two ways out of any phase) lets ``phase`` go to ``to``."""
-    return to in (Homing.IDLE, Homing.STOP) or to in HOMING_NEXT[phase]
+def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
+    """The largest factor <= 1 that brings every element of ``vector`` within ``limit``
+    (elements that are zero constrain nothing)."""
+    magnitude = np.abs(vector)
+    moving = magnitude > 1e-12
+    if not np.any(moving):
+        return 1.0
+    return min(1.0, float(np.min(limit[moving] / magnitude[moving])))
 
 
 class ArmMotion:

@@ -67,7 +67,7 @@ from trajectory_msgs.msg import JointTrajectory
 from franka_agent.core import panda
 from franka_agent.core.command_check import command_violations
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.motion import WorkspaceBox
+from franka_agent.core.limits import WorkspaceBox
 from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_FROM, PandaSim
 from franka_agent.core.trajectory import TrajectoryPoint
 from spin_decoupler_ros.node_runner import run_node

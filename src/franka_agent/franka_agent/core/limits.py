@@ -1,0 +1,108 @@
+"""The limits the agent's commands keep: the workspace box for the hand's TCP and a share
+of the Panda's joint limits.
+
+Pure numpy, no ROS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from franka_agent.core import panda
+
+
+@dataclass(frozen=True)
+class WorkspaceBox:
+    """An axis-aligned box (m, base frame) for the TCP."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+    def __post_init__(self) -> None:
+        low = np.asarray(self.low, dtype=np.float64)
+        high = np.asarray(self.high, dtype=np.float64)
+        if low.shape != (3,) or high.shape != (3,) or np.any(low >= high):
+            raise ValueError(f"workspace box needs low < high in x, y, z; got {low} and {high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def contains(self, point: np.ndarray, tolerance: float = 0.0) -> bool:
+        return bool(np.all(point >= self.low - tolerance) and np.all(point <= self.high + tolerance))
+
+    def clip(self, point: np.ndarray) -> np.ndarray:
+        return np.clip(point, self.low, self.high)
+
+    def shrunk(self, margin: float) -> WorkspaceBox:
+        if np.any(self.high - self.low <= 2 * margin):
+            raise ValueError(f"workspace box is too small for a {margin} m margin")
+        return WorkspaceBox(self.low + margin, self.high - margin)
+
+    def excess(self, point: np.ndarray) -> float:
+        """How far (m) outside the box a point is (or the farthest of several, one per
+        row); 0 inside."""
+        return float(np.max(np.maximum(self.low - point, point - self.high).clip(min=0.0)))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Per-axis position bounds and speed and acceleration limits of a reference."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+
+@dataclass(frozen=True)
+class MotionLimits:
+    """The joint limits the agent's commands keep: a share of the Panda's, plus a margin.
+
+    :param velocity_fraction: share of the Panda's joint velocity limits used.
+    :param acceleration_fraction: share of its acceleration limits. A full reversal of
+        acceleration in one control period is a jerk of 2 a / T: at 1.0 that stays within
+        the Panda's jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
+    :param joint_margin: distance (rad) kept from every joint's position limits.
+    """
+
+    velocity_fraction: float = 0.5
+    acceleration_fraction: float = 0.5
+    joint_margin: float = 0.05
+    joints: Bounds = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("velocity_fraction", "acceleration_fraction"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        if not 0.0 <= self.joint_margin < 0.5:
+            raise ValueError(f"joint_margin must be in [0, 0.5) rad, got {self.joint_margin}")
+        joints = Bounds(
+            panda.LOWER + self.joint_margin,
+            panda.UPPER - self.joint_margin,
+            panda.MAX_VELOCITY * self.velocity_fraction,
+            panda.MAX_ACCELERATION * self.acceleration_fraction,
+        )
+        object.__setattr__(self, "joints", joints)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.joints.lower
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.joints.upper
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return self.joints.velocity
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        return self.joints.acceleration
+
+    def max_control_rate(self) -> float:
+        """Highest control rate (Hz) at which a full acceleration reversal per period
+        stays within the Panda's jerk limits."""
+        return float(np.min(panda.MAX_JERK / (2.0 * self.acceleration)))
