@@ -28,8 +28,8 @@ from std_msgs.msg import UInt64
 
 from franka_agent.core import panda
 from franka_agent.mock.mock_hardware_node import LATCHED
-from franka_agent.panda_agent_node import STOPPED_WHILE_SENDING
 from franka_agent.robots import RECORDED_THINK_TIMES, read_limit_violations
+from franka_agent.stall_guard import STOPPED_WHILE_SENDING
 from spin_decoupler_ros.core.errors import AgentError
 from spin_decoupler_ros.rl import DecoupledEnv, RLClient
 from spin_decoupler_ros.tools.paths import find_config
@@ -332,22 +332,22 @@ def test_a_slow_send_on_a_waiting_clock_is_not_uncertain(ros_domain: dict[str, s
             """Publish ``clock_ns`` until the agent's /clock reader has it."""
             sec, nanosec = divmod(clock_ns, 1_000_000_000)
             deadline = time.monotonic() + 10.0
-            while agent._command_time_ns() < clock_ns and time.monotonic() < deadline:
+            while agent._guard.command_time_ns() < clock_ns and time.monotonic() < deadline:
                 clock.publish(Clock(clock=Time(sec=sec, nanosec=nanosec)))
                 time.sleep(0.01)
-            assert agent._command_time_ns() >= clock_ns, "the agent never heard the /clock"
+            assert agent._guard.command_time_ns() >= clock_ns, "the agent never heard the /clock"
 
-        slow_send = time.monotonic() - 10 * agent._stall_wall_s
+        slow_send = time.monotonic() - 10 * agent._guard.stall_wall_s
         if use_sim_time:
             heard(stamp_ns)
-            assert not agent._sent_late(time.monotonic(), stamp_ns)
-            assert not agent._sent_late(slow_send, stamp_ns)  # the clock waited
+            assert not agent._guard.sent_late(time.monotonic(), stamp_ns)
+            assert not agent._guard.sent_late(slow_send, stamp_ns)  # the clock waited
             heard(stamp_ns + lead_ns)
-            assert agent._sent_late(slow_send, stamp_ns)  # the clock ran on meanwhile
+            assert agent._guard.sent_late(slow_send, stamp_ns)  # the clock ran on meanwhile
         else:
             now_ns = agent.now_ns()
-            assert not agent._sent_late(time.monotonic(), now_ns)
-            assert agent._sent_late(slow_send, now_ns)  # wall time always runs on
+            assert not agent._guard.sent_late(time.monotonic(), now_ns)
+            assert agent._guard.sent_late(slow_send, now_ns)  # wall time always runs on
         source.destroy_node()
         agent.destroy_node()
     finally:
@@ -370,7 +370,7 @@ def test_a_stop_inside_a_send_is_reported_and_commanding_waits_for_the_arm(
     try:
         agent = PandaAgent()
         bring_up(agent)
-        agent._keep(agent.now_ns(), panda.HOME.copy(), np.zeros(panda.DOF))
+        agent.arm.keep(agent.now_ns(), panda.HOME.copy(), np.zeros(panda.DOF))
         agent.on_action_start(np.array([1.0, -1.0, -1.0]))
         publish = agent._command_pub.publish
         sent: list[object] = []
@@ -434,7 +434,7 @@ def test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time(ros_domai
                 clock.publish(Clock(clock=stamp(base_ns + k * period_ns)))
                 rclpy.spin_once(agent, timeout_sec=0.01)
             assert agent.now_ns() == base_ns + k * period_ns, "the agent never heard the /clock"
-            q, _ = agent._measured()
+            q, _ = agent.arm.measured()
             return float(q[0])
 
         def delivered(k: int) -> None:

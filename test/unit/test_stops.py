@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core.stops import DEFAULT_WINDOW_NS, Stop, StopDetector
+from franka_agent.core.stops import (
+    DEFAULT_WINDOW_NS,
+    STOP_PHASE_NEXT,
+    Stop,
+    StopDetector,
+    StopHandling,
+    StopPhase,
+    stop_phase_may_go,
+)
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -219,3 +227,32 @@ def test_the_detector_gives_what_the_one_state_at_a_time_rule_gives(
             found, expected = detector.measured(t, q_measured), reference.measured(t, q_measured)
             assert found == expected
             assert detector.followed == reference.followed
+
+
+def test_stop_phases_go_only_where_their_table_says() -> None:
+    """Every pair of phases: allowed exactly where STOP_PHASE_NEXT (or the way out of any
+    phase, to NONE) says, and refused as a defect otherwise; what a phase no longer
+    needs is dropped on the way."""
+    allowed = {(a, b) for a in StopPhase for b in StopPhase if b in STOP_PHASE_NEXT[a] or b is StopPhase.NONE}
+    for a, b in itertools.product(StopPhase, StopPhase):
+        assert stop_phase_may_go(a, b) == ((a, b) in allowed)
+        handling = StopHandling(a, "the robot stopped on its own", (0.0, 3, np.zeros(7)))
+        if (a, b) not in allowed:
+            with pytest.raises(RuntimeError, match=f"a stop cannot go from {a.name} to {b.name}"):
+                handling.enter(b)
+            assert handling.phase is a
+            continue
+        handling.enter(b)
+        assert handling.phase is b
+        assert (handling.call is not None) == (b is StopPhase.RECOVERING)
+        assert (handling.text is not None) == (b in (StopPhase.STOPPED, StopPhase.RECOVERING))
+
+
+def test_a_stop_recovered_and_followed_walks_the_table_back_to_none() -> None:
+    """The path docs/robot_stops.md describes: seen, a reset calls the recovery (again, if
+    a second reset comes first), recovered, then seen following."""
+    handling = StopHandling()
+    handling.text = "the robot stopped on its own"
+    for phase in (StopPhase.STOPPED, StopPhase.RECOVERING, StopPhase.RECOVERING, StopPhase.UNPROVEN, StopPhase.NONE):
+        handling.enter(phase)
+    assert handling == StopHandling()

@@ -12,10 +12,14 @@ Only time the states' stamps advance over counts, so a stalled driver, a stopped
 or a starved agent (no fresh state) never looks like a stopped arm, and the commanded
 positions are compared at the same stamps as the measured ones, so a command's lead and
 the tracking lag do not count either. test_stops.py holds the rule's properties.
+
+``StopPhase`` and ``STOP_PHASE_NEXT``: what the agent does about a stop, from seeing it
+to the arm following again after the robot's error recovery, as an enum and a table.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +29,53 @@ DEFAULT_WINDOW_NS = 100_000_000
 # a following arm lags by its tracking error (a few ms), never by most of the window.
 DEFAULT_MOVING_RAD = 0.005
 DEFAULT_STILL_RAD = 0.0005
+
+
+class StopPhase(enum.Enum):
+    """Where the agent is with a stop the arm made itself (docs/robot_stops.md); its
+    transitions are STOP_PHASE_NEXT (test_stops.py::test_stop_phases_go_only_where_their_table_says)."""
+
+    NONE = "none"  # no stop to deal with
+    STOPPED = "stopped"  # a stop seen: the agent holds; the next reset calls the error recovery first
+    RECOVERING = "recovering"  # the robot's error recovery runs; the reset waits for it
+    UNPROVEN = "unproven"  # recovered; the arm not yet seen following the commands
+
+
+# What may follow each phase. Besides these, any phase may go to NONE: where a person must
+# act (no recovery configured, it failed, or the arm stopped again right after it), the
+# agent leaves the robot to them.
+STOP_PHASE_NEXT: dict[StopPhase, frozenset[StopPhase]] = {
+    StopPhase.NONE: frozenset({StopPhase.STOPPED}),  # a stop seen, a recovery configured
+    StopPhase.STOPPED: frozenset({StopPhase.STOPPED, StopPhase.RECOVERING}),  # a later stop; a reset
+    StopPhase.RECOVERING: frozenset({StopPhase.RECOVERING, StopPhase.UNPROVEN}),  # a new reset; succeeded
+    StopPhase.UNPROVEN: frozenset(),  # following again (NONE), or stopped again (a person must act)
+}
+
+
+def stop_phase_may_go(phase: StopPhase, to: StopPhase) -> bool:
+    """Whether STOP_PHASE_NEXT (and the way out of any phase) lets ``phase`` go to ``to``."""
+    return to is StopPhase.NONE or to in STOP_PHASE_NEXT[phase]
+
+
+@dataclass
+class StopHandling:
+    """The agent's record of a stop: its phase, the stop as said (STOPPED, RECOVERING)
+    and the reset that called the error recovery (RECOVERING: its start, monotonic s,
+    seed and options)."""
+
+    phase: StopPhase = StopPhase.NONE
+    text: str | None = None
+    call: tuple[float, int | None, np.ndarray] | None = None
+
+    def enter(self, phase: StopPhase) -> None:
+        """Go to ``phase`` where STOP_PHASE_NEXT allows it; anything else is a defect."""
+        if not stop_phase_may_go(self.phase, phase):
+            raise RuntimeError(f"a stop cannot go from {self.phase.name} to {phase.name} (STOP_PHASE_NEXT)")
+        self.phase = phase
+        if phase is not StopPhase.RECOVERING:
+            self.call = None
+        if phase in (StopPhase.NONE, StopPhase.UNPROVEN):
+            self.text = None
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,9 @@ with the command's stamp and arrival) and reports on ``/diagnostics``.
 from __future__ import annotations
 
 import array
-import json
 import math
 import sys
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -67,11 +65,11 @@ from trajectory_msgs.msg import JointTrajectory
 from franka_agent.core import panda
 from franka_agent.core.command_check import command_violations
 from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.limits import WorkspaceBox
-from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_FROM, PandaSim
-from franka_agent.core.trajectory import TrajectoryPoint
+from franka_agent.core.sim import PandaSim
+from franka_agent.mock.parameters import declare_mock_parameters
+from franka_agent.mock.trajectory_intake import Refusal, accepted_points
+from franka_agent.mock.violation_log import ViolationLog
 from spin_decoupler_ros.node_runner import run_node
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
 from spin_decoupler_ros.qos_events import no_publisher_events, no_subscription_events
 from spin_decoupler_ros.tools.realtime import request_realtime
 
@@ -85,97 +83,18 @@ class MockPandaHardware(Node):
     def __init__(self) -> None:
         # The mock is the clock: it must never follow /clock itself.
         super().__init__("mock_hardware", parameter_overrides=[Parameter("use_sim_time", value=False)])
-        physics_rate = declare_float(
-            self, "physics_rate", 1000.0, "physics and joint PD rate", unit="Hz", low=100.0, high=10000.0
-        )
-        publish_rate = declare_float(
-            self,
-            "publish_rate",
-            500.0,
-            "joint state and /clock rate, simulated time",
-            unit="Hz",
-            low=1.0,
-            high=physics_rate,
-        )
-        self.speed_factor = declare_float(
-            self,
-            "speed_factor",
-            1.0,
-            "simulated seconds per wall second; 0 runs as fast as it can",
-            low=0.0,
-            high=1000.0,
-        )
-        self.lockstep = declare_bool(
-            self, "lockstep", True, "never simulate past the first point of the latest command (see the docstring)"
-        )
-        self.lockstep_timeout = declare_float(
-            self,
-            "lockstep_timeout",
-            0.2,
-            "wall time to wait for a command before simulating on; 0: wait however long it takes (an agent "
-            "under a timing model, whose world waits for the learner)",
-            unit="s",
-            low=0.0,
-            high=60.0,
-        )
-        self.realtime_priority = declare_int(
-            self,
-            "realtime_priority",
-            0,
-            "SCHED_FIFO priority for the mock's executor and DDS receive threads, as a robot's controller "
-            "runs; 0 keeps normal scheduling",
-            low=0,
-            high=99,
-        )
-        self.joint_states_rate = declare_float(
-            self,
-            "joint_states_rate",
-            30.0,
-            "rate of /joint_states (the merged topic; 30 Hz on the robot)",
-            unit="Hz",
-            low=1.0,
-            high=publish_rate,
-        )
-        self.allow_nonzero_velocity_at_trajectory_end = declare_bool(
-            self,
-            "allow_nonzero_velocity_at_trajectory_end",
-            False,
-            "accept trajectories that end moving (joint_trajectory_controller: true in Humble, false since Jazzy)",
-        )
-        violation_log = declare_str(
-            self,
-            "violation_log",
-            "",
-            "append a JSON line per limit violation (the command's stamp, its arrival on both clocks, "
-            "the point, demanded and planned values) to this file; empty: off",
-        )
-        self._violation_log = open(violation_log, "a", buffering=1) if violation_log else None  # noqa: SIM115
-        self._active: dict[str, object] = {}  # the trajectory being followed, for violation records
-        self._lateness_ns: list[int] = []  # each stamped command's arrival less its stamp (sim ns)
-        self._delays: list[tuple[float, float, float]] = []  # see _delay_parts
-        self._stamps: list[int] = []
-        self._last_clock_ns = 0  # the last /clock published (sim ns since the epoch)
-        # When each recent /clock went out (sim ns, system ns), for the violation log.
-        self._clock_history: deque[tuple[int, int]] = deque(maxlen=1000)
-        self.reset_noise = declare_float(
-            self, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
-        )
-        p_gains = declare_float_list(self, "p_gains", list(DEFAULT_P_GAINS), "joint PD stiffness (Nm/rad)")
-        d_gains = declare_float_list(self, "d_gains", list(DEFAULT_D_GAINS), "joint PD damping (Nm s/rad)")
-        low = declare_float_list(self, "workspace_low", [0.2, -0.45, 0.05], "workspace box lower corner (m)")
-        high = declare_float_list(self, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
-        self.box = WorkspaceBox(np.array(low), np.array(high))
-
-        interpolate_from = declare_str(
-            self,
-            "interpolate_from",
-            "desired",
-            "where a new trajectory starts: the desired state (joint_trajectory_controller with "
-            "interpolate_from_desired_state / open_loop_control, as config/panda_jtc.yaml sets it) "
-            "or the measured one (its default)",
-            choices=INTERPOLATE_FROM,
-        )
-        self.sim = PandaSim(physics_rate, p_gains, d_gains, interpolate_from)
+        params = declare_mock_parameters(self)
+        physics_rate, publish_rate = params.physics_rate, params.publish_rate
+        self.speed_factor = params.speed_factor
+        self.lockstep = params.lockstep
+        self.lockstep_timeout = params.lockstep_timeout
+        self.realtime_priority = params.realtime_priority
+        self.joint_states_rate = params.joint_states_rate
+        self.allow_nonzero_velocity_at_trajectory_end = params.allow_nonzero_velocity_at_trajectory_end
+        self.reset_noise = params.reset_noise
+        self.box = params.box
+        self._log = ViolationLog(params.violation_log or None)
+        self.sim = PandaSim(physics_rate, params.p_gains, params.d_gains, params.interpolate_from)
         self._kinematics = PandaKinematics()  # for checking commanded points' TCP
         self._steps_per_publish = max(1, round(physics_rate / publish_rate))
         self._rng = np.random.default_rng()
@@ -345,9 +264,7 @@ class MockPandaHardware(Node):
         self._chunks += 1
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
-        self._last_clock_ns = self.sim.time_ns
-        if self._violation_log is not None:
-            self._clock_history.append((self._last_clock_ns, time.time_ns()))
+        self._log.clock_published(self.sim.time_ns)
 
     # -- commands -----------------------------------------------------------------------
 
@@ -355,32 +272,11 @@ class MockPandaHardware(Node):
         self._on_trajectory(msg, info)
 
     def _on_trajectory(self, msg: JointTrajectory, info: Any = None) -> None:
-        try:
-            order = [list(msg.joint_names).index(name) for name in panda.JOINT_NAMES]
-        except ValueError:
-            self.get_logger().error(
-                f"rejected a trajectory for joints {list(msg.joint_names)}: expected {list(panda.JOINT_NAMES)}"
-            )
-            return
-        points = []
-        for point in msg.points:
-            positions = np.asarray(point.positions, dtype=np.float64)
-            velocities = np.asarray(point.velocities, dtype=np.float64)
-            if positions.size != panda.DOF or velocities.size not in (0, panda.DOF):
-                self.get_logger().error("rejected a trajectory: a point has the wrong number of values")
-                return
-            if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(velocities))):
-                self.get_logger().error("rejected a trajectory with NaN or inf values")
-                self._count_violation("NaN or inf in a commanded point")
-                return
-            t = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
-            points.append(TrajectoryPoint(t, positions[order], velocities[order] if velocities.size else None))
-        ends_moving = bool(points) and points[-1].velocities is not None and np.any(points[-1].velocities != 0.0)
-        if ends_moving and not self.allow_nonzero_velocity_at_trajectory_end:
-            # What joint_trajectory_controller does (its default since Jazzy): a trajectory
-            # that ends moving would leave the arm holding a moving reference.
-            self.get_logger().error("rejected a trajectory whose last point has a non-zero velocity")
-            self._count_violation("a trajectory ending with a non-zero velocity")
+        points = accepted_points(msg, self.allow_nonzero_velocity_at_trajectory_end)
+        if isinstance(points, Refusal):
+            self.get_logger().error(points.text)
+            if points.violation is not None:
+                self._count_violation(points.violation)
             return
         self.commands += 1
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
@@ -390,7 +286,7 @@ class MockPandaHardware(Node):
             "stamp_ns": start_ns,  # sim ns (the mock's epoch removed); None: a zero stamp
             "arrival_sim_ns": self.sim.time_ns,
             "late_ns": None if start_ns is None else self.sim.time_ns - start_ns,
-            "last_clock_published_ns": self._last_clock_ns,
+            "last_clock_published_ns": self._log.last_clock_ns,
             "arrival_wall": time.time(),
             "arrival_monotonic": time.monotonic(),
             "points_ns": [round(point.time * 1e9) for point in points],
@@ -398,9 +294,8 @@ class MockPandaHardware(Node):
         if info is not None:  # when the agent sent it and when DDS here received it (system clock)
             arrival["sent_wall_ns"] = info.get("source_timestamp")
             arrival["received_wall_ns"] = info.get("received_timestamp")
-        if start_ns is not None and self._violation_log is not None:  # when the /clock it was stamped from went out
-            published = [wall for sim_ns, wall in self._clock_history if sim_ns == start_ns]
-            arrival["stamp_published_wall_ns"] = published[-1] if published else None
+        if start_ns is not None and self._log.on:  # when the /clock it was stamped from went out
+            arrival["stamp_published_wall_ns"] = self._log.stamp_published(start_ns)
         for violation in command_violations(points, self.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
         first = msg.points[0].time_from_start
@@ -431,27 +326,9 @@ class MockPandaHardware(Node):
             )
             self._record({"text": "refused: it ends in the past", "kind": "refused", "trajectory": arrival})
             return
-        self._active = arrival
-        if start_ns is not None and self._violation_log is not None:  # for the summary close() writes
-            self._lateness_ns.append(self.sim.time_ns - start_ns)
-            self._delays.append(self._delay_parts(arrival))
-            self._stamps.append(start_ns)
+        self._log.followed(arrival, start_ns, None if start_ns is None else self.sim.time_ns - start_ns)
         self._horizon_ns = horizon_ns
         self._advance_allowed()
-
-    @staticmethod
-    def _delay_parts(arrival: dict[str, Any]) -> tuple[float, float, float]:
-        """Where a command's lateness came from, in wall ms: from the /clock it was stamped
-        with going out to the agent sending the command, then to DDS here receiving it,
-        then to this node taking it (NaN where the message info is not there)."""
-        published, sent = arrival.get("stamp_published_wall_ns"), arrival.get("sent_wall_ns")
-        received = arrival.get("received_wall_ns")
-        taken = arrival["arrival_wall"] * 1e3
-
-        def ms(later: float | None, earlier: float | None) -> float:
-            return math.nan if later is None or earlier is None else (later - earlier) / 1e6
-
-        return ms(sent, published), ms(received, sent), taken - (received / 1e6 if received else math.nan)
 
     def _take_violations(self) -> None:
         """Count what the controller commanded beyond a limit since the last look."""
@@ -464,7 +341,7 @@ class MockPandaHardware(Node):
                 "demanded": violation.values,
                 "segment": segment,
                 "planned": list(planned),
-                "trajectory": self._active,
+                "trajectory": self._log.active,
             }
             self._count_violation(violation.text, {**record, "sim_ns": round(violation.time * 1e9)})
         self.sim.violations.clear()
@@ -476,8 +353,7 @@ class MockPandaHardware(Node):
         self._record({"violation": self.violations, "text": what, **(record or {})})
 
     def _record(self, entry: dict[str, object]) -> None:
-        if self._violation_log is not None:
-            self._violation_log.write(json.dumps({"sim_ns": self.sim.time_ns, **entry}) + "\n")
+        self._log.record(self.sim.time_ns, entry)
 
     def _publish_violations(self) -> None:
         self._violations_pub.publish(UInt64(data=self.violations))
@@ -540,35 +416,8 @@ class MockPandaHardware(Node):
         self._diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[status]))
 
     def close(self) -> None:
-        """Record how late the stamped commands arrived (their simulated arrival less their
-        stamp), for the violation log's reader."""
-        if self._violation_log is None:
-            return
-        if self._lateness_ns:
-            late = np.array(self._lateness_ns) / 1e6
-            summary = {
-                "kind": "lateness_ms",
-                "commands": int(late.size),
-                "median": float(np.median(late)),
-                "p99": float(np.percentile(late, 99)),
-                "p999": float(np.percentile(late, 99.9)),
-                "max": float(late.max()),
-            }
-            parts = np.array(self._delays)
-            for column, name in enumerate(("agent", "delivery", "mock")):
-                values = parts[:, column][np.isfinite(parts[:, column])]
-                if values.size:
-                    summary[f"{name}_ms"] = {
-                        "median": float(np.median(values)),
-                        "p99": float(np.percentile(values, 99)),
-                        "max": float(values.max()),
-                    }
-            worst = int(np.argmax(self._lateness_ns))
-            summary["worst_parts_ms"] = list(self._delays[worst])
-            delivered = zip(self._stamps, self._delays, strict=True)
-            summary["slow_deliveries"] = [[stamp / 1e9, round(part[1], 1)] for stamp, part in delivered if part[1] > 20]
-            self._record(summary)
-        self._violation_log.close()
+        """Close the violation log, with how late the stamped commands arrived."""
+        self._log.close(self.sim.time_ns)
 
 
 def main(args: list[str] | None = None) -> int:
