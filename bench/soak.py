@@ -36,8 +36,8 @@ def soak(steps: int, warmup: int, checkpoint_every: int, log_dir: Path) -> dict[
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
 
+    from franka_agent.algorithms import make_model
     from franka_agent.robots import default_timing_model, start_mock_robots
-    from franka_agent.train import make_model
     from spin_decoupler_ros.rl.checkpoint import CheckpointCallback
     from spin_decoupler_ros.rl.training import FreezeGarbageCollector, StepLogCallback
     from spin_decoupler_ros.tools.paths import find_config

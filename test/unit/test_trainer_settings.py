@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from franka_agent.train import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient
+from franka_agent.algorithms import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient
 from spin_decoupler_ros.core.errors import ParameterError
 
 CONFIG = Path(__file__).resolve().parents[2] / "src" / "franka_agent" / "config" / "panda_reach.yaml"

@@ -18,6 +18,7 @@ from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
     TimingScalarsCallback,
     act_while_training,
+    begin_episode_again,
     trains_while_acting,
 )
 
@@ -162,7 +163,7 @@ def test_a_resumed_run_shows_each_step_once_in_tensorboard(tmp_path: Path) -> No
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from torch.utils.tensorboard import SummaryWriter
 
-    from spin_decoupler_ros.rl.training import purge_tensorboard_after
+    from spin_decoupler_ros.rl.run_folder import purge_tensorboard_after
 
     assert purge_tensorboard_after(tmp_path, "SAC", 10) is None  # nothing logged yet
     series = tmp_path / "tensorboard" / "SAC_1"
@@ -176,3 +177,37 @@ def test_a_resumed_run_shows_each_step_once_in_tensorboard(tmp_path: Path) -> No
     scalars = EventAccumulator(str(series)).Reload().Scalars("loss")
     assert [event.step for event in scalars] == list(range(1, 16))
     assert [event.value for event in scalars][9:11] == [10.0, 111.0]
+
+
+def test_a_model_told_to_begin_again_resets_its_env_in_learn() -> None:
+    """A resumed run's learn() goes on counting its steps but starts a new episode: the
+    env is reset at the start of learn() once begin_episode_again was called, and not
+    otherwise. Pinned to the SB3 version the requirements name, whose internals
+    begin_episode_again relies on: a new version must be checked against it."""
+    import stable_baselines3
+
+    pinned = next(
+        line.split("==")[1].strip()
+        for line in (Path(__file__).resolve().parents[2] / "requirements" / "python.txt").read_text().splitlines()
+        if line.startswith("stable-baselines3==")
+    )
+    assert stable_baselines3.__version__ == pinned
+
+    resets: list[int] = []
+
+    class CountingResets(gym.Wrapper):  # type: ignore[type-arg]
+        def reset(self, **kwargs: Any) -> Any:
+            resets.append(1)
+            return self.env.reset(**kwargs)
+
+    model = SAC(
+        "MlpPolicy", CountingResets(gym.make("Pendulum-v1")), learning_starts=100, policy_kwargs={"net_arch": [8]}
+    )
+    model.learn(5)
+    assert len(resets) == 1
+    model.learn(5, reset_num_timesteps=False)
+    assert len(resets) == 1  # learn() went on with the episode under way
+    begin_episode_again(model)
+    model.learn(5, reset_num_timesteps=False)
+    assert len(resets) == 2
+    assert model.num_timesteps == 15

@@ -29,19 +29,15 @@ from spin_decoupler_msgs.msg import AgentDescription, AgentStatus, StepCommand
 from spin_decoupler_ros.action_clients import drop_orphaned_futures, feedback_taker
 from spin_decoupler_ros.contract import COMMAND_QOS, LATCHED_QOS, STATUS_QOS, outcome_name
 from spin_decoupler_ros.conversions import (
-    duration_to_ns,
     float64_field,
     ns_to_duration,
     ns_to_time,
     time_to_ns,
-    vector_from_field,
 )
 from spin_decoupler_ros.core.auth import command_tag, new_key, takeover_proof
 from spin_decoupler_ros.core.errors import (
     ActionSpaceError,
-    AgentBusyError,
     AgentError,
-    AgentInactiveError,
     EpisodeEndedError,
     NotResetError,
     RobotStoppedError,
@@ -57,45 +53,8 @@ from spin_decoupler_ros.core.timing import (
 )
 from spin_decoupler_ros.qos_events import SubscriptionEventCallbacks
 from spin_decoupler_ros.rl.recording import RunRecorder
-
-
-@dataclass(frozen=True)
-class StepAnswer:
-    """The agent's answer to a reset (seq 0) or a step, with its timing, in seconds.
-
-    ``lat``: measured duration of the previous action (LAT). ``ato``: agent clock at the
-    observation (ATO). ``duration``: how long this step's action ran before the
-    observation. ``hold``: part of LAT the agent held position because the RL side was
-    silent past its watchdog. ``wall_time``: RL-side wall clock when the answer
-    arrived. ``round_trip``: from sending the command to the answer. ``clock_offset``:
-    current estimate of agent clock minus RL clock (None until the answer to a step was
-    taken as it arrived, not after the learner's own work: ``heard_on_arrival``).
-    """
-
-    seq: int
-    observation: np.ndarray
-    lat: float
-    ato: float
-    duration: float
-    hold: float
-    agent_reward: float | None
-    wall_time: float
-    round_trip: float
-    clock_offset: float | None
-
-    def info(self) -> dict[str, Any]:
-        """The timing fields, for a Gymnasium ``info`` dict."""
-        return {
-            "seq": self.seq,
-            "lat": self.lat,
-            "ato": self.ato,
-            "duration": self.duration,
-            "hold": self.hold,
-            "wall_time": self.wall_time,
-            "round_trip": self.round_trip,
-            "clock_offset": self.clock_offset,
-            "agent_reward": self.agent_reward,
-        }
+from spin_decoupler_ros.rl.refusal import refusal_error, status_explains_refusal
+from spin_decoupler_ros.rl.step_answer import StepAnswer
 
 
 class _Waiting(enum.Enum):
@@ -459,30 +418,12 @@ class AgentChannel:
             self._on_feedback(feedback)
 
     def _status_explains_refusal(self) -> bool:
-        status = self.status
-        return status is not None and (
-            self.client_id in status.message or status.state in (AgentStatus.INACTIVE, AgentStatus.STOPPED)
-        )
+        return status_explains_refusal(self.status, self.client_id)
 
     def _refuse(self) -> None:
         """Fail the refused reset with the error its reason calls for."""
         self._refused_at = None
-        reason = self._rejection_reason()
-        state = self.status.state if self.status is not None else None
-        message = f"agent {self.agent_name} refused the episode: {reason}"
-        if state == AgentStatus.STOPPED:
-            self._fail(RobotStoppedError(message, needs_person=True))
-        else:
-            self._fail((AgentInactiveError if state == AgentStatus.INACTIVE else AgentBusyError)(message))
-
-    def _rejection_reason(self) -> str:
-        status = self.status
-        if self._status_explains_refusal():
-            assert status is not None
-            return status.message
-        if status is not None and status.client_id and status.client_id != self.client_id:
-            return f"it serves client '{status.client_id}'"
-        return "it serves another client (see its status topic)"
+        self._fail(refusal_error(self.status, self.client_id, self.agent_name))
 
     def _on_feedback(self, feedback_msg: Episode.Impl.FeedbackMessage) -> None:
         arrived_ns = self._now_ns()
@@ -518,18 +459,7 @@ class AgentChannel:
                 self.offsets.add(exchange_sample(pending.sent_ns, received_ns, answered_ns, arrived_ns))
             offset_ns = self.offsets.offset_ns
             offset = ns_to_seconds(offset_ns) if offset_ns is not None else None
-        self._answer = StepAnswer(
-            seq=result.seq,
-            observation=vector_from_field(result.observation),
-            lat=ns_to_seconds(duration_to_ns(result.lat)),
-            ato=ns_to_seconds(time_to_ns(result.ato)),
-            duration=ns_to_seconds(duration_to_ns(result.duration)),
-            hold=ns_to_seconds(duration_to_ns(result.hold)),
-            agent_reward=float(result.reward) if result.has_reward else None,
-            wall_time=time.time(),
-            round_trip=time.perf_counter() - pending.sent_wall,
-            clock_offset=offset,
-        )
+        self._answer = StepAnswer.from_result(result, time.perf_counter() - pending.sent_wall, offset)
 
     def _on_result(self, future: Future) -> None:
         if future is not self._result_future:

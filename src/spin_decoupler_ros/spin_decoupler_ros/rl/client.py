@@ -24,8 +24,9 @@ from spin_decoupler_ros.core.errors import AgentConflictError, AgentError, Agent
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds
 from spin_decoupler_ros.dds_profile import use_dds_profile
-from spin_decoupler_ros.rl.channel import AgentChannel, StepAnswer
+from spin_decoupler_ros.rl.channel import AgentChannel
 from spin_decoupler_ros.rl.interrupts import interruptible, raise_dropped_ctrl_c, recover_executor, watch_for_ctrl_c
+from spin_decoupler_ros.rl.step_answer import StepAnswer
 
 _STATUS_NAMES = {0: "IDLE", 1: "RUNNING", 2: "HOLDING", 3: "FAULT", 4: "INACTIVE", 5: "STOPPED", 6: "OFFLINE"}
 # How long connect() lets discovery settle before counting the agents in the namespace.

@@ -24,8 +24,8 @@ from spin_decoupler_ros.core.errors import (
     RobotStoppedError,
     StepTimeoutError,
 )
-from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient
+from spin_decoupler_ros.rl.step_answer import StepAnswer
 
 AgentLostPolicy = Literal["raise", "truncate"]
 # How often a reset asks an inactive (paused) agent, or one whose robot waits for a person, again.

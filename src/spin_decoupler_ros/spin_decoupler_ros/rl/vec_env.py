@@ -26,9 +26,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices,
 
 from spin_decoupler_ros.core.errors import AgentNotFoundError
 from spin_decoupler_ros.core.naming import agent_namespaces
-from spin_decoupler_ros.rl.channel import StepAnswer
 from spin_decoupler_ros.rl.client import RLClient, RLNode
 from spin_decoupler_ros.rl.env import DecoupledEnv, StepRequest
+from spin_decoupler_ros.rl.step_answer import StepAnswer
 
 __all__ = ["DecoupledVecEnv", "agent_namespaces"]
 

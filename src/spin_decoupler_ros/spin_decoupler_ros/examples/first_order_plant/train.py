@@ -21,13 +21,8 @@ from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, 
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
 from spin_decoupler_ros.rl.recording import record_clients
-from spin_decoupler_ros.rl.training import (
-    FreezeGarbageCollector,
-    TimingScalarsCallback,
-    describe_run_folder,
-    tensorboard_folder,
-    write_results,
-)
+from spin_decoupler_ros.rl.run_folder import describe_run_folder, tensorboard_folder, write_results
+from spin_decoupler_ros.rl.training import FreezeGarbageCollector, TimingScalarsCallback
 from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "first_order_plant_train"
