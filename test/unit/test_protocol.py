@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spin_decoupler_ros.core import ActionSpec, AgentProtocol, AgentState, CommandRejected, TickEvent
+from spin_decoupler_ros.core.protocol import AGENT_NEXT, agent_may_go
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -231,3 +236,92 @@ def test_finish_checks_the_episode_and_ends_it() -> None:
         p.finish(EP2)
     assert p.finish(EP1).episode_id == EP1
     assert p.state is AgentState.IDLE and p.episode is None
+
+
+def test_the_agent_goes_only_where_its_table_says() -> None:
+    """Every pair of states: allowed exactly where AGENT_NEXT (or the way out of any
+    state, to IDLE) says, and refused as a defect otherwise."""
+    for a, b in itertools.product(AgentState, AgentState):
+        allowed = b in AGENT_NEXT[a] or b is AgentState.IDLE
+        assert agent_may_go(a, b) == allowed
+        p = make()
+        p.state = a
+        if allowed:
+            p._enter(b)
+            assert p.state is b
+        else:
+            with pytest.raises(RuntimeError, match=f"the agent cannot go from {a.name} to {b.name}"):
+                p._enter(b)
+
+
+OPERATIONS = ("begin", "reset_observed", "step", "tick", "finish", "end")
+
+
+class TracedProtocol(AgentProtocol):
+    """AgentProtocol that records every state change it makes."""
+
+    transitions: list[tuple[AgentState, AgentState]]
+
+    def _enter(self, state: AgentState) -> None:
+        self.transitions.append((self.state, state))
+        super()._enter(state)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 700)), max_size=40))
+def test_whatever_comes_the_agent_only_takes_its_tables_transitions(operations: list[tuple[str, int]]) -> None:
+    """Any order of goals, steps, ticks and ends, at any times (the reset observation
+    when the reset is done, as the agent gives it): each is served or refused as
+    CommandRejected, and every state change is one AGENT_NEXT allows (a defect would
+    raise RuntimeError)."""
+    p = TracedProtocol(
+        ActionSpec.symmetric(2),
+        rl_timestep_ns=100 * MS,
+        control_period_ns=10 * MS,
+        watchdog_ns=500 * MS,
+        max_duration_ns=2000 * MS,
+    )
+    p.transitions = []
+    now, seq = 0, 0
+    for name, advance_ms in operations:
+        now += advance_ms * MS
+        try:
+            if name == "begin":
+                p.begin_episode(EP1, "a", now)
+                seq = 0
+            elif name == "reset_observed" and p.state is AgentState.AFTER_RESET:
+                p.reset_observed(now)
+            elif name == "step":
+                p.start_step(EP1, seq + 1, [0.1, -0.1], 0, now)
+                seq += 1
+            elif name == "tick":
+                p.on_tick(now)
+            elif name == "finish":
+                p.finish(EP1)
+            elif name == "end":
+                p.end_episode()
+        except CommandRejected:
+            pass
+    assert all(agent_may_go(before, after) for before, after in p.transitions)
+
+
+def test_a_whole_episode_walks_every_state_of_the_table() -> None:
+    """Reset, steps, a silent learner and a resumed step, then the end: every state and
+    every transition the table names but the way out of an episode's start."""
+    p = TracedProtocol(
+        ActionSpec.symmetric(2),
+        rl_timestep_ns=100 * MS,
+        control_period_ns=10 * MS,
+        watchdog_ns=500 * MS,
+        max_duration_ns=2000 * MS,
+    )
+    p.transitions = []
+    p.begin_episode(EP1, "a", 0)
+    p.reset_observed(0)
+    p.start_step(EP1, 1, [0.1, 0.1], 0, 0)
+    assert p.on_tick(100 * MS) is TickEvent.OBSERVE
+    assert p.on_tick(700 * MS) is TickEvent.WATCHDOG
+    p.start_step(EP1, 2, [0.1, 0.1], 0, 800 * MS)
+    p.finish(EP1)
+    table = {(a, b) for a, nexts in AGENT_NEXT.items() for b in nexts}
+    assert table <= set(p.transitions)

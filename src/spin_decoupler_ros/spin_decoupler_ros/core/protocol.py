@@ -30,11 +30,30 @@ from spin_decoupler_ros.core.timing import ns_to_seconds, periods_for
 
 
 class AgentState(enum.Enum):
+    """Where an agent is with its episode; its transitions are AGENT_NEXT
+    (test_protocol.py::test_the_agent_goes_only_where_its_table_says)."""
+
     IDLE = "idle"  # no episode: hold position
     AFTER_RESET = "after_reset"  # episode started; the reset observation is due once the reset is done
     EXECUTING = "executing"  # running the last action until its observation is due
     READY = "ready"  # observation sent; the last action continues until the next step
     HOLDING = "holding"  # the RL side went silent past the watchdog: hold; the episode stays open
+
+
+# What may follow each state. Besides these, any state may go to IDLE: the episode ends
+# (finished, replaced by a new one, taken over, given up).
+AGENT_NEXT: dict[AgentState, frozenset[AgentState]] = {
+    AgentState.IDLE: frozenset({AgentState.AFTER_RESET}),  # an episode begins
+    AgentState.AFTER_RESET: frozenset({AgentState.READY}),  # the reset observation went out
+    AgentState.EXECUTING: frozenset({AgentState.READY}),  # the step's observation went out
+    AgentState.READY: frozenset({AgentState.EXECUTING, AgentState.HOLDING}),  # a step; the watchdog
+    AgentState.HOLDING: frozenset({AgentState.EXECUTING}),  # the learner's next step resumes the episode
+}
+
+
+def agent_may_go(state: AgentState, to: AgentState) -> bool:
+    """Whether AGENT_NEXT (and the way out of any state) lets ``state`` go to ``to``."""
+    return to is AgentState.IDLE or to in AGENT_NEXT[state]
 
 
 class TickEvent(enum.Enum):
@@ -143,6 +162,12 @@ class AgentProtocol:
             f"{_s(self.watchdog_ns)} (the watchdog)"
         )
 
+    def _enter(self, state: AgentState) -> None:
+        """Go to ``state`` where AGENT_NEXT allows it; anything else is a defect."""
+        if not agent_may_go(self.state, state):
+            raise RuntimeError(f"the agent cannot go from {self.state.name} to {state.name} (AGENT_NEXT)")
+        self.state = state
+
     def begin_episode(
         self, episode_id: bytes, client_id: str, now_ns: int, key: bytes = b"", owns_running: bool = True
     ) -> Episode | None:
@@ -152,13 +177,13 @@ class AgentProtocol:
             raise CommandRejected(reason)
         replaced = self.end_episode()
         self.episode = Episode(episode_id, client_id, now_ns, key)
-        self.state = AgentState.AFTER_RESET
+        self._enter(AgentState.AFTER_RESET)
         return replaced
 
     def reset_observed(self, now_ns: int) -> None:
         """The reset observation went out: the null action runs until the first step."""
         self._require(AgentState.AFTER_RESET)
-        self.state = AgentState.READY
+        self._enter(AgentState.READY)
         self._action = self._then_action = None
         self._action_start_ns = now_ns
         self._answered_ns = now_ns
@@ -167,7 +192,7 @@ class AgentProtocol:
     def end_episode(self) -> Episode | None:
         """Drop the running episode, if any, and hold; return it."""
         ended, self.episode = self.episode, None
-        self.state = AgentState.IDLE
+        self._enter(AgentState.IDLE)
         self._action = self._then_action = None
         self._hold_since_ns = None
         return ended
@@ -230,7 +255,7 @@ class AgentProtocol:
             then_action=then,
         )
         episode.steps = seq
-        self.state = AgentState.EXECUTING
+        self._enter(AgentState.EXECUTING)
         self._action = checked
         self._then_action = then
         self._action_start_ns = now_ns
@@ -243,13 +268,13 @@ class AgentProtocol:
     def on_tick(self, now_ns: int) -> TickEvent:
         """Advance on a control tick: is an observation due, or has the RL side gone silent?"""
         if self.state is AgentState.EXECUTING and now_ns >= self._due_ns:
-            self.state = AgentState.READY
+            self._enter(AgentState.READY)
             self._answered_ns = now_ns
             if self._then_action is not None:
                 self._action, self._then_action = self._then_action, None
             return TickEvent.OBSERVE
         if self.state is AgentState.READY and now_ns - self._answered_ns > self.watchdog_ns:
-            self.state = AgentState.HOLDING
+            self._enter(AgentState.HOLDING)
             self._hold_since_ns = now_ns
             return TickEvent.WATCHDOG
         return TickEvent.NONE
