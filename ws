@@ -154,13 +154,13 @@ core_tests() {
   (cd "$ROOT" && env -u AMENT_PREFIX_PATH -u PYTHONPATH \
      PYTHONPATH="$ROOT/src/spin_decoupler_ros:$ROOT/src/franka_agent" \
      "$venv/bin/python" -m pytest -q -p no:cacheprovider -m core \
-       $(grep -l '^pytestmark = pytest.mark.core' test/unit/*.py))
+       $(grep -l '^pytestmark = pytest.mark.core' test/unit/*.py src/*/test/test_*.py))
 }
 
 # What runs on Jazzy in ./ws test: everything that needs no long training and holds no
 # timing bound (those run on Kilted, and under the stress gate); the full suite runs with
 # ./ws --distro jazzy test.
-JAZZY_TESTS=(test/unit test/integration/test_env_and_skeletons.py test/integration/test_names.py
+JAZZY_TESTS=(test/unit src/spin_decoupler_ros/test src/franka_agent/test test/integration/test_env_and_skeletons.py test/integration/test_names.py
              test/integration/test_readme.py test/integration/test_config_errors.py
              test/integration/test_dds_profile_applied.py test/integration/test_executors.py)
 jazzy_tests() {

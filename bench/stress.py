@@ -118,8 +118,8 @@ def gated_modules(commit: str, tests: list[str]) -> set[str]:
 
 def measured(path: str, modules: set[str]) -> bool:
     """Whether the gate's tests run ``path`` (one of MEASURED_PATHS' files)."""
-    if path.startswith(("test/unit/", "test/launch/")):
-        return False
+    if path.startswith(("test/unit/", "test/launch/")) or re.match(r"src/[^/]+/test/", path):
+        return False  # (the unit tests: in test/unit and in each package's test/)
     is_test_module = path.startswith("test/") and path.rsplit("/", 1)[-1].startswith("test_")
     return not is_test_module or path in modules
 

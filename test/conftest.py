@@ -12,8 +12,8 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import LOCAL_DDS, isolated_ros_environment
 
+from spin_decoupler_ros.tools.isolation import LOCAL_DDS, isolated_ros_environment, sb3_logs_in
 from spin_decoupler_ros.tools.processes import ProcessGroup
 
 # This process's own nodes on the tests' DDS profile too: Fast DDS reads its profiles
@@ -23,16 +23,9 @@ os.environ.update(LOCAL_DDS)
 
 @pytest.fixture(scope="session", autouse=True)
 def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """SB3 makes a log folder for every learn() not given one: the tests' go under their own
-    temporary folder (the nodes they start inherit it), not the system's."""
-    folder = tmp_path_factory.mktemp("sb3_logs")
-    previous = os.environ.get("SB3_LOGDIR")
-    os.environ["SB3_LOGDIR"] = str(folder)
-    yield folder
-    if previous is None:
-        os.environ.pop("SB3_LOGDIR", None)
-    else:
-        os.environ["SB3_LOGDIR"] = previous
+    """SB3's log folders under the tests' own temporary folder, not the system's."""
+    with sb3_logs_in(tmp_path_factory.mktemp("sb3_logs")) as folder:
+        yield folder
 
 
 @pytest.fixture

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from spin_decoupler_ros.dds_profile import PROFILE_VARIABLES, dds_environment
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
-
-_used_domains: set[int] = set()
 
 
 def sigint_as_from_a_terminal() -> None:
@@ -22,32 +18,6 @@ def sigint_as_from_a_terminal() -> None:
     gate run with nohup) makes SIGINT ignored, an ignored signal is inherited, and a test
     of what Ctrl-C does would then send one that nothing hears."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _free_domain() -> int:
-    # Fast DDS supports domain ids up to 232; skip 0 (the default every other ROS user is on).
-    rng = random.Random(os.getpid() ^ int.from_bytes(os.urandom(4), "little"))
-    while True:
-        domain = rng.randint(1, 232)
-        if domain not in _used_domains:
-            _used_domains.add(domain)
-            return domain
-
-
-# The decoupler's DDS profile discovering this host only (dds_profile.py), whatever
-# profile the shell has: every test runs on the settings it ships with.
-LOCAL_DDS = dds_environment({**os.environ, **dict.fromkeys(PROFILE_VARIABLES, "")}, localhost=True)
-
-
-def isolated_ros_environment(domain: int | None = None) -> dict[str, str]:
-    env = {"ROS_DOMAIN_ID": str(domain if domain is not None else _free_domain())}
-    if LOCAL_DDS:
-        env.update(LOCAL_DDS)
-    elif os.environ.get("ROS_DISTRO", "kilted") == "humble":  # another middleware: the ROS way
-        env["ROS_LOCALHOST_ONLY"] = "1"
-    else:
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    return env
 
 
 def start_node(

@@ -17,6 +17,7 @@ setup(
         (f"share/{package_name}/config", glob("config/*.yaml") + glob("config/*.csv")),
     ],
     install_requires=["setuptools"],
+    extras_require={"test": ["pytest"]},  # (colcon test runs test/ with pytest)
     zip_safe=True,
     maintainer="spin_decoupler maintainers",
     maintainer_email="maintainers@spin-decoupler.dev",

@@ -20,6 +20,7 @@ setup(
         (f"share/{package_name}/config", glob("config/*.yaml")),
     ],
     install_requires=["setuptools"],
+    extras_require={"test": ["pytest"]},  # (colcon test runs test/ with pytest)
     zip_safe=True,
     maintainer="spin_decoupler maintainers",
     maintainer_email="maintainers@spin-decoupler.dev",

@@ -476,7 +476,7 @@ def test_two_pipelines_in_one_domain_under_different_namespaces_never_cross_talk
 
 
 def test_two_pipelines_in_different_domains_never_cross_talk(tmp_path: Path) -> None:
-    from helpers import isolated_ros_environment
+    from spin_decoupler_ros.tools.isolation import isolated_ros_environment
 
     domains = [isolated_ros_environment(), isolated_ros_environment()]
     groups = [ProcessGroup(), ProcessGroup()]

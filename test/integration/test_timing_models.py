@@ -18,13 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import isolated_ros_environment, start_node, start_panda_agent, start_panda_mock
+from helpers import start_node, start_panda_agent, start_panda_mock
 
 from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.think_time import TimingModel, TimingModelKind
 from spin_decoupler_ros.rl import RLClient
 from spin_decoupler_ros.rl.training import logged_steps
+from spin_decoupler_ros.tools.isolation import isolated_ros_environment
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import isolated_ros_environment
+
+from spin_decoupler_ros.tools.isolation import isolated_ros_environment
 
 launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launch_pytest) is not installed")
 

@@ -16,7 +16,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from helpers import isolated_ros_environment
+
+from spin_decoupler_ros.tools.isolation import isolated_ros_environment
 
 launch_pytest = pytest.importorskip("launch_pytest", reason="ROS 2 launch (launch_pytest) is not installed")
 

@@ -107,7 +107,7 @@ def claim_run_dir(run_dir: str, task: str) -> Path:
     """The folder a new run writes to: a fresh dated one when ``run_dir`` is empty, else
     ``run_dir`` if it holds no run yet. Nothing is ever overwritten.
 
-    Test: ``test/unit/test_run_dirs.py``."""
+    Test: ``src/spin_decoupler_ros/test/test_run_dirs.py``."""
     from spin_decoupler_ros.core.errors import ParameterError
 
     path = check_run_dir(run_dir, task)

@@ -11,7 +11,7 @@ import yaml
 from franka_agent.algorithms import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient
 from spin_decoupler_ros.core.errors import ParameterError
 
-CONFIG = Path(__file__).resolve().parents[2] / "src" / "franka_agent" / "config" / "panda_reach.yaml"
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "panda_reach.yaml"
 
 
 @pytest.mark.parametrize("algorithm", sorted(HYPERPARAMETERS))

@@ -685,5 +685,5 @@ def test_the_real_arms_controller_is_configured_as_the_mock_models_it() -> None:
     settings = yaml.safe_load(find_config("panda_jtc.yaml", package="franka_agent").read_text())
     assert settings["/**"]["ros__parameters"]["open_loop_control"] is True
     assert PandaSim().interpolate_from == "desired"
-    launch_text = (Path(__file__).resolve().parents[2] / "launch" / "panda_agent.launch.py").read_text()
+    launch_text = (Path(__file__).resolve().parents[1] / "launch" / "panda_agent.launch.py").read_text()
     assert '"--param-file"' in launch_text and '"panda_jtc.yaml"' in launch_text

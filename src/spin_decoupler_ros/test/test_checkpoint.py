@@ -146,32 +146,6 @@ def test_a_resumed_step_log_has_each_step_once_and_begins_a_new_episode(tmp_path
     assert len(resumed.lats) == 9
 
 
-def test_a_resume_takes_the_runs_options_and_refuses_another_value_naming_it(tmp_path: Path) -> None:
-    from franka_agent.pipeline import OPTIONS_FILE, build_parser, options_of_the_run
-
-    parser = build_parser()
-    (tmp_path / OPTIONS_FILE).write_text(json.dumps({"total_timesteps": 600, "timing_model": "none", "seed": 3}))
-    args = parser.parse_args(["--resume", str(tmp_path)])
-    options_of_the_run(args, parser, tmp_path)
-    assert (args.total_timesteps, args.timing_model, args.seed) == (600, "none", 3)
-
-    again = parser.parse_args(["--resume", str(tmp_path), "--total-timesteps", "600"])
-    options_of_the_run(again, parser, tmp_path)  # the same value is fine
-    other = parser.parse_args(["--resume", str(tmp_path), "--timing-model", "wall:0"])
-    with pytest.raises(ValueError, match=r"started with --timing-model none, not --timing-model wall:0: leave it out$"):
-        options_of_the_run(other, parser, tmp_path)
-    # A run started on the config's value, and the option that extends a run, are named so.
-    (tmp_path / OPTIONS_FILE).write_text(json.dumps({"total_timesteps": 600, "seed": None}))
-    seeded = parser.parse_args(["--resume", str(tmp_path), "--seed", "0"])
-    with pytest.raises(ValueError, match=r"started with the config's seed \(no --seed\), not --seed 0"):
-        options_of_the_run(seeded, parser, tmp_path)
-    longer = parser.parse_args(["--resume", str(tmp_path), "--total-timesteps", "900"])
-    with pytest.raises(ValueError, match="leave it out; to train a finished run further: --extend-to STEPS"):
-        options_of_the_run(longer, parser, tmp_path)
-    with pytest.raises(ValueError, match=f"{OPTIONS_FILE} does not exist"):
-        options_of_the_run(args, parser, tmp_path / "elsewhere")
-
-
 def test_a_finished_run_is_never_rewritten_and_an_extension_keeps_its_outputs(tmp_path: Path) -> None:
     from spin_decoupler_ros.rl.checkpoint import FINAL_OUTPUTS, finished_at, keep_final_outputs, refuse_to_rewrite
 
