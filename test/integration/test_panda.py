@@ -326,7 +326,7 @@ def test_a_slow_send_on_a_waiting_clock_is_not_uncertain(ros_domain: dict[str, s
         source = rclpy.create_node("clock_source")
         clock = source.create_publisher(Clock, "/clock", 10)
         stamp_ns = 5_000_000_000
-        lead_ns = agent._command_lead_ns
+        lead_ns = agent.settings.command_lead_ns
 
         def heard(clock_ns: int) -> None:
             """Publish ``clock_ns`` until the agent's /clock reader has it."""

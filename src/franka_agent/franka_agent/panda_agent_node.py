@@ -89,35 +89,26 @@ class PandaAgent(AgentNode):
         """The arm's state, its topics, and first-call costs paid before the first tick."""
         self._reset_started_ns: int | None = None
         clock_reader = LatestMessage(self, Clock, "/clock") if self.get_parameter("use_sim_time").value else None
-        self._guard = StallGuard(self, clock_reader, self._command_lead_ns, self.params.control_period_ns)
+        self._guard = StallGuard(self, clock_reader, self.settings.command_lead_ns, self.params.control_period_ns)
         self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
         deserialize_message(serialize_message(JointState()), JointState)
         deserialize_message(serialize_message(Clock()), Clock)
-        self.arm = ArmState(self, self.joint_states_topic, self.state_timeout)
+        self.arm = ArmState(self, self.settings.joint_states_topic, self.settings.state_timeout)
         # Commands reliable.
         self._command_pub = self.create_publisher(
-            JointTrajectory, self.command_topic, 10, event_callbacks=no_publisher_events()
+            JointTrajectory, self.settings.command_topic, 10, event_callbacks=no_publisher_events()
         )
-        window_ns = seconds_to_ns(self.stop_window)
+        window_ns = seconds_to_ns(self.settings.stop_window)
         self._stops = StopDetector(window_ns) if window_ns > 0 else None
-        self._recovery: Recovery | None = make_recovery(self, self.recovery_name)
+        self._recovery: Recovery | None = make_recovery(self, self.settings.recovery_name)
         self._after_stop = StopHandling()  # what is being done about a stop the arm made
 
     def configure(self) -> AgentSpaces:
-        settings = declare_panda_parameters(self, self.params.control_period_ns)
-        self.controller = settings.controller
-        self.box = settings.box
-        self._command_lead_ns = settings.command_lead_ns
-        self.reset_timeout = settings.reset_timeout
-        self.state_timeout = settings.state_timeout
-        self.joint_states_topic = settings.joint_states_topic
-        self.stop_window = settings.stop_window
-        self.recovery_name = settings.recovery_name
-        self.recovery_timeout = settings.recovery_timeout
-        self.command_topic = settings.command_topic
+        self.settings = declare_panda_parameters(self, self.params.control_period_ns)
+        self.controller = self.settings.controller
         size = self.controller.action_size
         return AgentSpaces(-np.ones(size), np.ones(size), len(OBSERVATION_NAMES), OBSERVATION_NAMES)
 
@@ -158,8 +149,8 @@ class PandaAgent(AgentNode):
         command = self.controller.command(now_ns)
         if command is None:  # nothing measured yet: the joint controller holds the arm where it is
             self.get_logger().warning(
-                f"no joint state on {self.joint_states_topic} yet: commanding nothing (is the robot's driver, or the "
-                "mock, running and publishing there?)",
+                f"no joint state on {self.settings.joint_states_topic} yet: commanding nothing (is the robot's "
+                "driver, or the mock, running and publishing there?)",
                 throttle_duration_sec=5.0,
             )
             return
@@ -254,9 +245,9 @@ class PandaAgent(AgentNode):
         assert self._after_stop.call is not None and self._recovery is not None
         started, seed, options = self._after_stop.call
         outcome: Outcome | None = self._recovery.poll()
-        if outcome is None and time.monotonic() - started > self.recovery_timeout:
+        if outcome is None and time.monotonic() - started > self.settings.recovery_timeout:
             self._recovery.cancel()
-            outcome = Outcome(False, f"no answer within recovery_timeout {self.recovery_timeout:g} s")
+            outcome = Outcome(False, f"no answer within recovery_timeout {self.settings.recovery_timeout:g} s")
         if outcome is None:
             return False
         if not outcome.succeeded:
@@ -293,7 +284,7 @@ class PandaAgent(AgentNode):
         """The joint states' age in wall time (a stopped robot, or a mock that is, stops
         them whatever the clock does), unless the world waits for the learner."""
         self.arm.decode(wait=False)
-        values = (("topic", self.joint_states_topic),)
+        values = (("topic", self.settings.joint_states_topic),)
         if self.world_waits():
             return [Check("joint states", Level.OK, "the world waits for the learner (timing model)", values)]
         age = None if self.arm.taken_wall is None else time.monotonic() - self.arm.taken_wall
@@ -342,8 +333,10 @@ class PandaAgent(AgentNode):
         elapsed = ns_to_seconds(self.now_ns() - self._reset_started_ns)
         self.arm.decode()
         if self.arm.q is None:
-            if elapsed > self.reset_timeout:
-                raise RuntimeError(f"no joint state on {self.joint_states_topic} within {self.reset_timeout} s")
+            if elapsed > self.settings.reset_timeout:
+                raise RuntimeError(
+                    f"no joint state on {self.settings.joint_states_topic} within {self.settings.reset_timeout} s"
+                )
             return False
         if self._after_stop.phase is StopPhase.RECOVERING:
             self.safe_hold()
@@ -356,9 +349,9 @@ class PandaAgent(AgentNode):
         self._command()
         if reached:
             return True
-        if elapsed > self.reset_timeout:
+        if elapsed > self.settings.reset_timeout:
             raise RuntimeError(
-                f"the arm did not reach its start pose within {self.reset_timeout} s "
+                f"the arm did not reach its start pose within {self.settings.reset_timeout} s "
                 f"(joint error {self.controller.reset_error(q):.4f} rad)"
             )
         return False

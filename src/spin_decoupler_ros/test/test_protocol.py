@@ -20,8 +20,14 @@ EP1 = b"\x01" * 16
 EP2 = b"\x02" * 16
 
 
-def make(clip: bool = True, period_ms: int = 10, timestep_ms: int = 100, watchdog_ms: int = 500) -> AgentProtocol:
-    return AgentProtocol(
+def make(
+    clip: bool = True,
+    period_ms: int = 10,
+    timestep_ms: int = 100,
+    watchdog_ms: int = 500,
+    kind: type[AgentProtocol] = AgentProtocol,
+) -> AgentProtocol:
+    return kind(
         ActionSpec.symmetric(2, clip=clip),
         rl_timestep_ns=timestep_ms * MS,
         control_period_ns=period_ms * MS,
@@ -267,6 +273,13 @@ class TracedProtocol(AgentProtocol):
         super()._enter(state)
 
 
+def traced() -> TracedProtocol:
+    p = make(kind=TracedProtocol)
+    assert isinstance(p, TracedProtocol)
+    p.transitions = []
+    return p
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 700)), max_size=40))
 def test_whatever_comes_the_agent_only_takes_its_tables_transitions(operations: list[tuple[str, int]]) -> None:
@@ -274,14 +287,7 @@ def test_whatever_comes_the_agent_only_takes_its_tables_transitions(operations: 
     when the reset is done, as the agent gives it): each is served or refused as
     CommandRejected, and every state change is one AGENT_NEXT allows (a defect would
     raise RuntimeError)."""
-    p = TracedProtocol(
-        ActionSpec.symmetric(2),
-        rl_timestep_ns=100 * MS,
-        control_period_ns=10 * MS,
-        watchdog_ns=500 * MS,
-        max_duration_ns=2000 * MS,
-    )
-    p.transitions = []
+    p = traced()
     now, seq = 0, 0
     for name, advance_ms in operations:
         now += advance_ms * MS
@@ -308,14 +314,7 @@ def test_whatever_comes_the_agent_only_takes_its_tables_transitions(operations: 
 def test_a_whole_episode_walks_every_state_of_the_table() -> None:
     """Reset, steps, a silent learner and a resumed step, then the end: every state and
     every transition the table names but the way out of an episode's start."""
-    p = TracedProtocol(
-        ActionSpec.symmetric(2),
-        rl_timestep_ns=100 * MS,
-        control_period_ns=10 * MS,
-        watchdog_ns=500 * MS,
-        max_duration_ns=2000 * MS,
-    )
-    p.transitions = []
+    p = traced()
     p.begin_episode(EP1, "a", 0)
     p.reset_observed(0)
     p.start_step(EP1, 1, [0.1, 0.1], 0, 0)

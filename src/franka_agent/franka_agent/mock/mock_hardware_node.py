@@ -83,16 +83,8 @@ class MockPandaHardware(Node):
     def __init__(self) -> None:
         # The mock is the clock: it must never follow /clock itself.
         super().__init__("mock_hardware", parameter_overrides=[Parameter("use_sim_time", value=False)])
-        params = declare_mock_parameters(self)
+        self.settings = params = declare_mock_parameters(self)
         physics_rate, publish_rate = params.physics_rate, params.publish_rate
-        self.speed_factor = params.speed_factor
-        self.lockstep = params.lockstep
-        self.lockstep_timeout = params.lockstep_timeout
-        self.realtime_priority = params.realtime_priority
-        self.joint_states_rate = params.joint_states_rate
-        self.allow_nonzero_velocity_at_trajectory_end = params.allow_nonzero_velocity_at_trajectory_end
-        self.reset_noise = params.reset_noise
-        self.box = params.box
         self._log = ViolationLog(params.violation_log or None)
         self.sim = PandaSim(physics_rate, params.p_gains, params.d_gains, params.interpolate_from)
         self._kinematics = PandaKinematics()  # for checking commanded points' TCP
@@ -136,27 +128,27 @@ class MockPandaHardware(Node):
         self._chunk_ns = self._steps_per_publish * self.sim.timestep_ns
         self._horizon_ns: int | None = None  # lockstep: simulate no further than this (sim ns)
         self._waiting_since: float | None = None
-        self._joint_states_every = max(1, round(publish_rate / self.joint_states_rate))
+        self._joint_states_every = max(1, round(publish_rate / self.settings.joint_states_rate))
         self._chunks = 0
         # Flat out in lockstep, commands drive the simulation (each one advances it, see
         # _on_trajectory) and the timer only covers silences; otherwise it paces
         # simulated time to wall time x speed.
-        if self.speed_factor > 0.0:
-            period = self._chunk / self.speed_factor
+        if self.settings.speed_factor > 0.0:
+            period = self._chunk / self.settings.speed_factor
         else:
-            period = (self.lockstep_timeout or FIRST_COMMAND_WAIT_S) / 4 if self.lockstep else 0.001
+            period = (self.settings.lockstep_timeout or FIRST_COMMAND_WAIT_S) / 4 if self.settings.lockstep else 0.001
         self._wall_start = time.monotonic()
         self._sim_start = 0.0
         self._timer = self.create_timer(period, self._on_timer, clock=self._wall_clock)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._wall_clock)
-        if self.realtime_priority > 0:
-            granted, text = request_realtime(self.realtime_priority)
+        if self.settings.realtime_priority > 0:
+            granted, text = request_realtime(self.settings.realtime_priority)
             (self.get_logger().info if granted else self.get_logger().warning)(f"mock: {text}")
         self._publish_violations()
         self._publish_state()
         self.get_logger().info(
             f"mock Panda ready: physics {physics_rate:g} Hz, joint states {publish_rate:g} Hz, "
-            f"speed factor {self.speed_factor:g}"
+            f"speed factor {self.settings.speed_factor:g}"
         )
 
     # -- simulation ---------------------------------------------------------------------
@@ -167,7 +159,7 @@ class MockPandaHardware(Node):
 
     def _on_timer(self) -> None:
         self._advance_allowed()
-        if self.lockstep_timeout == 0.0 and self._horizon_ns is not None and self._blocked(time.monotonic()):
+        if self.settings.lockstep_timeout == 0.0 and self._horizon_ns is not None and self._blocked(time.monotonic()):
             # Waiting for the agent however long: say again where time stands, since
             # /clock is best effort for its subscribers (rclpy's time source) and a lost
             # last message would leave the agent short of the tick it waits for.
@@ -176,7 +168,7 @@ class MockPandaHardware(Node):
     def _advance_allowed(self) -> None:
         """Simulate as far as wall time x speed and (in lockstep) the command horizon allow."""
         wall = time.monotonic()
-        if self.speed_factor == 0.0:
+        if self.settings.speed_factor == 0.0:
             target = math.inf
         else:
             # Catch up with wall time x speed, but at most MAX_CATCH_UP at once: a burst
@@ -184,17 +176,17 @@ class MockPandaHardware(Node):
             # then arrive with their points past (a 100 ms burst once did). A real
             # controller is never starved; for the mock, a stall of its own is a pause of
             # the world (test_panda.py::test_an_agent_frozen_mid_motion...).
-            target = self._sim_start + (wall - self._wall_start) * self.speed_factor
+            target = self._sim_start + (wall - self._wall_start) * self.settings.speed_factor
             if target - self.sim_time > MAX_CATCH_UP:
-                self._sim_start = self.sim_time - (wall - self._wall_start) * self.speed_factor
+                self._sim_start = self.sim_time - (wall - self._wall_start) * self.settings.speed_factor
                 target = self.sim_time + self._chunk
         # A bounded batch per call, so commands and services are served in between.
         for _ in range(64):
             if self.sim_time + 0.5 * self._chunk >= target:
                 return
             if self._blocked(wall):
-                if self.speed_factor > 0.0:  # waiting is not falling behind: no catch-up burst later
-                    self._sim_start = self.sim_time - (wall - self._wall_start) * self.speed_factor
+                if self.settings.speed_factor > 0.0:  # waiting is not falling behind: no catch-up burst later
+                    self._sim_start = self.sim_time - (wall - self._wall_start) * self.settings.speed_factor
                 return
             self._advance_chunk()
 
@@ -205,20 +197,20 @@ class MockPandaHardware(Node):
         chunk per ``lockstep_timeout``, so the controller's clock can reach its next tick;
         with ``lockstep_timeout: 0``, only until the first command.
         """
-        if not self.lockstep or (
+        if not self.settings.lockstep or (
             self._horizon_ns is not None and self.sim.time_ns + self._chunk_ns <= self._horizon_ns
         ):
             self._waiting_since = None
             return False
-        if self.lockstep_timeout == 0.0 and self._horizon_ns is not None:
+        if self.settings.lockstep_timeout == 0.0 and self._horizon_ns is not None:
             return True  # the world waits for the agent (and its learner) however long
         if self._waiting_since is None:
             self._waiting_since = wall
-        if wall - self._waiting_since < (self.lockstep_timeout or FIRST_COMMAND_WAIT_S):
+        if wall - self._waiting_since < (self.settings.lockstep_timeout or FIRST_COMMAND_WAIT_S):
             return True
         if self._horizon_ns is not None:
             self.get_logger().warning(
-                f"no command for {self.lockstep_timeout:g} s (wall): time runs on without one",
+                f"no command for {self.settings.lockstep_timeout:g} s (wall): time runs on without one",
                 throttle_duration_sec=5.0,
             )
         self._waiting_since = wall
@@ -238,9 +230,9 @@ class MockPandaHardware(Node):
         """Free-running, simulate up to now (wall x speed) in physics steps, so that a
         command takes effect at the controller update it arrives at, as on the robot,
         not at the end of the chunk under way (up to a publication period later)."""
-        if self.lockstep or self.speed_factor == 0.0:
+        if self.settings.lockstep or self.settings.speed_factor == 0.0:
             return
-        target = self._sim_start + (time.monotonic() - self._wall_start) * self.speed_factor
+        target = self._sim_start + (time.monotonic() - self._wall_start) * self.settings.speed_factor
         steps = math.floor((target - self.sim_time) / self.sim.timestep + 0.5)
         if 0 < steps <= self._steps_per_publish:  # (further behind, the timer catches up)
             for _ in range(steps):
@@ -272,7 +264,7 @@ class MockPandaHardware(Node):
         self._on_trajectory(msg, info)
 
     def _on_trajectory(self, msg: JointTrajectory, info: Any = None) -> None:
-        points = accepted_points(msg, self.allow_nonzero_velocity_at_trajectory_end)
+        points = accepted_points(msg, self.settings.allow_nonzero_velocity_at_trajectory_end)
         if isinstance(points, Refusal):
             self.get_logger().error(points.text)
             if points.violation is not None:
@@ -296,7 +288,7 @@ class MockPandaHardware(Node):
             arrival["received_wall_ns"] = info.get("received_timestamp")
         if start_ns is not None and self._log.on:  # when the /clock it was stamped from went out
             arrival["stamp_published_wall_ns"] = self._log.stamp_published(start_ns)
-        for violation in command_violations(points, self.box, self._kinematics):
+        for violation in command_violations(points, self.settings.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
         first = msg.points[0].time_from_start
         horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
@@ -359,11 +351,11 @@ class MockPandaHardware(Node):
         self._violations_pub.publish(UInt64(data=self.violations))
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        q = panda.HOME + self._rng.uniform(-self.reset_noise, self.reset_noise, panda.DOF)
+        q = panda.HOME + self._rng.uniform(-self.settings.reset_noise, self.settings.reset_noise, panda.DOF)
         self.sim.place(np.clip(q, panda.LOWER, panda.UPPER))
         self._publish_state()
         response.success = True
-        response.message = f"arm at home{' with noise' if self.reset_noise else ''}"
+        response.message = f"arm at home{' with noise' if self.settings.reset_noise else ''}"
         return response
 
     def _on_inject_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
