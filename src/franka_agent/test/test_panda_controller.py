@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from franka_agent.core import panda
 from franka_agent.core.command_check import Violation, command_violations
-from franka_agent.core.controller import Command, PandaController
+from franka_agent.core.controller import LINK_NEXT, SETTLE_NS, Command, Link, PandaController, link_may_go
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.sim import PandaSim
@@ -466,3 +467,48 @@ def test_a_replanned_hold_stays_where_the_arm_is() -> None:
         for point, velocity in command.points:
             np.testing.assert_allclose(point, q, atol=1e-12)
             np.testing.assert_allclose(velocity, 0.0, atol=1e-12)
+
+
+def test_the_link_goes_only_where_its_table_says() -> None:
+    """Every pair: allowed exactly where LINK_NEXT (or the way out of any, to NONE) says,
+    and refused as a defect otherwise."""
+    for a, b in itertools.product(Link, Link):
+        allowed = b in LINK_NEXT[a] or b is Link.NONE
+        assert link_may_go(a, b) == allowed
+        c = controller()
+        c.link = a
+        if allowed:
+            c._enter(b)
+            assert c.link is b
+        else:
+            with pytest.raises(RuntimeError, match=f"the link cannot go from {a.name} to {b.name}"):
+                c._enter(b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["command", "withdrawn", "stall", "rest", "replan"]), max_size=30))
+def test_whatever_the_agent_does_the_link_keeps_to_its_table(moves: list[str]) -> None:
+    """The controller driven as the agent drives it, in any order: a command each tick
+    unless uncertain (then only once the arm rests), a command withdrawn right after it
+    was made, stalls, re-plans. Every change of the link is one LINK_NEXT allows (a
+    defect would raise), and uncertain means something was sent."""
+    sim = PandaSim()
+    c = controller()
+    c.start(sim.q, 0)
+    c.act(np.ones(3))
+    seen, now = {c.link}, 0
+    for move in moves:
+        now += PERIOD
+        if move == "stall":
+            c.mark_uncertain()
+        elif move == "replan":
+            c.replan_from(sim.q)
+        elif move == "rest" or c.uncertain:
+            c.settle_uncertainty(sim.q, np.zeros(panda.DOF), now + 10 * SETTLE_NS)
+        else:
+            assert c.command(now) is not None
+            if move == "withdrawn":
+                c.withdraw()
+        seen.add(c.link)
+        assert not c.uncertain or c._sent_ns.size > 0
+    assert Link.NONE in seen

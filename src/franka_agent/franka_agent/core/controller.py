@@ -7,6 +7,7 @@ next short trajectory to send; the in-process benchmark env does the same agains
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
@@ -27,6 +28,31 @@ SETTLE_NS = 300_000_000  # how long after a trajectory ends the arm is taken to 
 # measured rest, which differ by the arm's tracking error, a cubic from rest to rest
 # (6 d / T^2: 0.27 rad/s^2 per mrad over 150 ms, so up to 22 mrad within 6 rad/s^2).
 BRIDGE_NS = 150_000_000
+
+
+class Link(enum.Enum):
+    """What the joint controller follows of the commands sent; its transitions are
+    LINK_NEXT (test_panda_controller.py::test_the_link_goes_only_where_its_table_says)."""
+
+    NONE = "none"  # nothing sent since the reference (re)started from the arm
+    SENT = "sent"  # the controller follows the last command sent
+    WITHDRAWN = "withdrawn"  # the last one never got there: it follows the one before
+    UNCERTAIN = "uncertain"  # which one it follows is unknown until the arm rests
+
+
+# What may follow each. Besides these, any may go to NONE: the reference starts again
+# from the arm (a re-plan, or the arm at rest after an uncertain command).
+LINK_NEXT: dict[Link, frozenset[Link]] = {
+    Link.NONE: frozenset({Link.SENT}),  # a command
+    Link.SENT: frozenset({Link.SENT, Link.WITHDRAWN, Link.UNCERTAIN}),  # the next; not sent after all; a stall
+    Link.WITHDRAWN: frozenset({Link.SENT, Link.UNCERTAIN}),  # the next command; a stall
+    Link.UNCERTAIN: frozenset({Link.UNCERTAIN}),  # (another stall) until the arm rests: NONE
+}
+
+
+def link_may_go(link: Link, to: Link) -> bool:
+    """Whether LINK_NEXT (and the way out of any) lets ``link`` go to ``to``."""
+    return to is Link.NONE or to in LINK_NEXT[link]
 
 
 def lead_periods_for(command_lead: float, period_ns: int) -> int:
@@ -114,8 +140,7 @@ class PandaController:
         self._sent_v: list[np.ndarray] = []
         self._sent_plan: dict[int, MotionState] = {}
         self._before: tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] = (self._sent_ns, [], [])
-        self._withdrawn = False
-        self.uncertain = False  # whether the last command reached the joint controller is unknown
+        self.link = Link.NONE
         self._pending_action: np.ndarray | None = None
         self._pending_goal: np.ndarray | None = None
         self._pending_stop = False
@@ -206,15 +231,26 @@ class PandaController:
         self._sent_ns = np.zeros(0, dtype=np.int64)
         self._sent_q, self._sent_v, self._sent_plan = [], [], {}
         self._before = (self._sent_ns, [], [])
-        self._withdrawn = False
-        self.uncertain = False
+        self._enter(Link.NONE)
+
+    def _enter(self, link: Link) -> None:
+        """Go to ``link`` where LINK_NEXT allows it; anything else is a defect."""
+        if not link_may_go(self.link, link):
+            raise RuntimeError(f"the link cannot go from {self.link.name} to {link.name} (LINK_NEXT)")
+        self.link = link
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether the last command reached the joint controller is unknown."""
+        return self.link is Link.UNCERTAIN
 
     def mark_uncertain(self) -> None:
         """What the joint controller follows is unknown: the agent stalled while sending
         a command, or was stopped (a command sent just before may have reached the
         controller too late, and been refused). ``settle_uncertainty`` waits for the arm
         to rest, before the next command."""
-        self.uncertain = self._sent_ns.size > 0
+        if self._sent_ns.size > 0:
+            self._enter(Link.UNCERTAIN)
 
     def settle_uncertainty(self, q: np.ndarray, dq: np.ndarray, t_ns: int) -> bool:
         """Once the arm, measured (q, dq) at ``t_ns``, rests at the end of whichever command
@@ -240,7 +276,7 @@ class PandaController:
         which the controller goes on following."""
         self._sent_ns, self._sent_q, self._sent_v = self._before
         self._sent_plan = {}
-        self._withdrawn = True
+        self._enter(Link.WITHDRAWN)
 
     def reset_reached(self, q: np.ndarray, dq: np.ndarray) -> bool:
         """Whether the arm rests at the reset goal (keep calling ``command`` meanwhile)."""
@@ -287,7 +323,7 @@ class PandaController:
             points.append((q, v))
             times_ns.append(plan_ns[-1] + after_ns)
         self._before = (self._sent_ns, self._sent_q, self._sent_v)
-        self._withdrawn = False
+        self._enter(Link.SENT)
         self._sent_ns = np.array(times_ns, dtype=np.int64)
         self._sent_q = [q for q, _ in points]
         self._sent_v = [v for _, v in points]
@@ -303,7 +339,7 @@ class PandaController:
         assert motion is not None
         gap_ns = horizon_ns - self._reference_ns
         self._reference_ns = horizon_ns
-        if self._sent_ns.size == 0 or (gap_ns <= 0 and not self._withdrawn):
+        if self._sent_ns.size == 0 or (gap_ns <= 0 and self.link is not Link.WITHDRAWN):
             return  # nothing sent (yet, or since a replan): the arm rests where the reference is
         planned = self._sent_plan.get(horizon_ns)
         if planned is not None:
