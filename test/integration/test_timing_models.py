@@ -176,7 +176,7 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two
     (the default, sim_robot.py) or not; and the same answers to the last bit of every
     float64 observation (run.mcap), which steps.csv's float32 distance rounds away: the
     mock's clock stands elsewhere in each run when the first command comes, and nothing
-    may depend on that (test_panda_core.py::
+    may depend on that (test_trajectory_model.py::
     test_the_desired_state_does_not_depend_on_where_the_clock_stands)."""
     steps = 320  # learning starts at 200 (config/panda_reach.yaml)
 

@@ -73,7 +73,7 @@ class DesiredStateMonitor:
     def check_many(self, ts: np.ndarray, q: np.ndarray, v: np.ndarray) -> list[Violation]:
         """``check`` on each row, one update after another: the same findings and state,
         with the arithmetic done once for all rows where none breaks a limit (the usual
-        case). (test_panda_core.py::test_checking_many_updates_at_once_finds_what_checking_each_finds)"""
+        case). (test_trajectory_model.py::test_checking_many_updates_at_once_finds_what_checking_each_finds)"""
         if ts.size == 0:
             return []
         last = self._last

@@ -22,7 +22,7 @@ BRAKING_SAMPLES_PER_CHECK = 8  # points of a move whose braking one such check t
 
 class Homing(enum.Enum):
     """Where ``ArmMotion.move_home`` is: a state machine whose transitions are HOMING_NEXT
-    (test_panda_core.py::test_homing_goes_only_where_its_table_says walks it)."""
+    (test_homing.py::test_homing_goes_only_where_its_table_says walks it)."""
 
     IDLE = "idle"  # not homing
     STOP = "stop"  # braking to rest, then a route search
@@ -73,7 +73,7 @@ def joint_route_search(
     def move_fits(start: np.ndarray, end: np.ndarray) -> Generator[None, None, bool]:
         """The hand stays in along the move, and so it would if the joints braked at any
         point of it: the box guard's own test, so the guard never holds a route it was
-        given (test_panda_core.py::test_a_reset_route_is_one_the_box_guard_lets_through).
+        given (test_homing.py::test_a_reset_route_is_one_the_box_guard_lets_through).
         The path first, the cheaper test, which most rejected moves fail; braking from
         ``BRAKING_SAMPLES_PER_CHECK`` of its points at a time after it."""
         _, path, velocities = rest_to_rest_path(start, end, limits, samples)

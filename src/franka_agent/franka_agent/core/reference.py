@@ -82,7 +82,7 @@ class ReferenceGenerator:
         # interpolation between the points sent reproduces (a step that stopped dead on
         # the goal instead, moving nowhere while its velocity fell, made that spline
         # overshoot and come back: up to 4x the acceleration limit;
-        # test_panda_core.py::test_every_reference_step_is_one_of_constant_acceleration).
+        # test_motion.py::test_every_reference_step_is_one_of_constant_acceleration).
         passed = np.sign(self.goal - new_q) != direction
         arrived = passed & (np.abs(v) <= a * dt)
         new_q = np.where(arrived, q + 0.5 * v * dt, new_q)

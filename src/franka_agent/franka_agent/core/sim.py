@@ -102,7 +102,7 @@ class PandaSim:
         model, data = self.model, self.data
         # The trajectory cannot change within one call: its desired states, and their
         # check, are computed for all the updates at once (the same numbers as one at a
-        # time: test_panda_core.py::test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time).
+        # time: test_trajectory_model.py::test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time).
         # One update alone (a free-running mock publishing at the physics rate) is cheaper
         # without the arrays.
         if steps == 1:

@@ -37,7 +37,7 @@ import numpy as np
 # controller commands then depends only on times relative to the trajectory, never on
 # where the clock stands (floats of absolute seconds round differently at every offset,
 # and seeded simulated runs would part in the last bit:
-# test_panda_core.py::test_the_desired_state_does_not_depend_on_where_the_clock_stands).
+# test_trajectory_model.py::test_the_desired_state_does_not_depend_on_where_the_clock_stands).
 # Points closer in time than this are one instant.
 SAME_INSTANT_NS = 1
 
@@ -144,7 +144,7 @@ class TrajectoryFollower:
         """``sample`` at each of the ascending times ``ts``, as rows: the same numbers,
         with the arithmetic done once for all rows (the mock samples every physics step
         of a control period at once).
-        (test_panda_core.py::test_sampling_many_updates_at_once_gives_what_sampling_each_gives)"""
+        (test_trajectory_model.py::test_sampling_many_updates_at_once_gives_what_sampling_each_gives)"""
         times = self._times_ns
         if times.size == 0:
             q = np.broadcast_to(self._before[0], (ts.size, self._before[0].size)).copy()
