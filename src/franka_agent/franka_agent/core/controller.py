@@ -32,7 +32,7 @@ BRIDGE_NS = 150_000_000
 
 class Link(enum.Enum):
     """What the joint controller follows of the commands sent; its transitions are
-    LINK_NEXT (test_panda_controller.py::test_the_link_goes_only_where_its_table_says)."""
+    LINK_NEXT (test_controller_lateness.py::test_the_link_goes_only_where_its_table_says)."""
 
     NONE = "none"  # nothing sent since the reference (re)started from the arm
     SENT = "sent"  # the controller follows the last command sent
@@ -90,7 +90,7 @@ class PandaController:
     is to that point is the very segment it was following; after it, the segment that
     holds the arrival time is one it was following too. Lateness of up to the lead,
     from the network, a starved process or a stale clock, never bends the motion
-    (``test_panda_controller.py::test_no_delay_or_stall_up_to_the_lead_breaks_a_limit``).
+    (``test_controller_lateness.py::test_no_delay_or_stall_up_to_the_lead_breaks_a_limit``).
     A new action takes hold at the horizon, the lead after it arrives.
 
     Every command ends braking to rest, so a joint controller that hears nothing more
@@ -256,7 +256,7 @@ class PandaController:
         """Once the arm, measured (q, dq) at ``t_ns``, rests at the end of whichever command
         the joint controller followed (every command ends braking to rest), plan on from
         there, at rest; False while it cannot be at rest yet. No guess of which command
-        that was (test_panda_controller.py::test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest)."""
+        that was (test_controller_lateness.py::test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest)."""
         if not self.uncertain:
             return True
         ends = max(int(self._sent_ns[-1]), int(self._before[0][-1]) if self._before[0].size else 0)

@@ -151,7 +151,7 @@ class ArmMotion:
     def reset(self, q: np.ndarray) -> None:
         """Restart at rest from a measured configuration, holding it joint by joint (a
         Cartesian hold would let the posture drift through the IK's null space;
-        test_panda_controller.py::test_a_replanned_hold_stays_where_the_arm_is)."""
+        test_controller_lateness.py::test_a_replanned_hold_stays_where_the_arm_is)."""
         self.joints.reset(q)
         self.cartesian_active = False
         self._final_goal = None
