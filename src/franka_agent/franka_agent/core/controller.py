@@ -256,7 +256,8 @@ class PandaController:
         """Once the arm, measured (q, dq) at ``t_ns``, rests at the end of whichever command
         the joint controller followed (every command ends braking to rest), plan on from
         there, at rest; False while it cannot be at rest yet. No guess of which command
-        that was (test_controller_lateness.py::test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest)."""
+        that was (test_controller_lateness.py::
+        test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest)."""
         if not self.uncertain:
             return True
         ends = max(int(self._sent_ns[-1]), int(self._before[0][-1]) if self._before[0].size else 0)
