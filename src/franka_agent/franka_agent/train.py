@@ -192,11 +192,10 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         tensorboard_folder,
         write_results,
     )
+    from spin_decoupler_ros.rl.trainer import learn
     from spin_decoupler_ros.rl.training import (
-        FreezeGarbageCollector,
         ProgressCallback,
         StepLogCallback,
-        TimingScalarsCallback,
         act_while_training,
         begin_episode_again,
     )
@@ -285,15 +284,13 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         )
         log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
         try:
-            model.learn(
-                total_timesteps=total_timesteps - done_steps,
-                callback=[
-                    steps,
-                    progress,
-                    checkpoints,
-                    TimingScalarsCallback([agent_client.channel for agent_client in clients_of(closing, client)]),
-                    FreezeGarbageCollector(),
-                ],
+            learn(
+                model,
+                total_timesteps - done_steps,
+                clients_of(closing, client),
+                steps,
+                progress,
+                checkpoints,
                 reset_num_timesteps=checkpoint is None,
             )
         except KeyboardInterrupt:  # a clean stop: keep what was learned, say how to go on

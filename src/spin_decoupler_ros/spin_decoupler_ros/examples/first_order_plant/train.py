@@ -12,27 +12,25 @@ writes them to ``<run_dir>/results.json``.
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 from spin_decoupler_ros.examples.first_order_plant.task import PlantTrackingEnv, mean_tracking_error
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, refuse_bad_parameters
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
-from spin_decoupler_ros.rl.recording import record_clients
-from spin_decoupler_ros.rl.run_folder import describe_run_folder, tensorboard_folder, write_results
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector, TimingScalarsCallback
+from spin_decoupler_ros.rl.run_folder import tensorboard_folder, write_results
+from spin_decoupler_ros.rl.trainer import learn, trainer_main, training_session
 from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "first_order_plant_train"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py), a bad parameter
-    with one line naming it, exit code 2."""
-    return quiet_on_ctrl_c(
-        lambda: refuse_bad_parameters(NODE_NAME, lambda: train(sys.argv if argv is None else argv)),
+    """Train (rl/trainer.py: Ctrl-C and bad parameters end it with one line)."""
+    return trainer_main(
+        NODE_NAME,
+        train,
+        argv,
         lambda: f"[{NODE_NAME}] interrupted (Ctrl-C): an example keeps no checkpoints; run it again",
     )
 
@@ -60,10 +58,8 @@ def train(argv: list[str]) -> int:
 
     torch.set_num_threads(torch_threads)
     env = PlantTrackingEnv(client=client, max_episode_steps=episode_steps)
-    recorder = record_clients(run_dir, [client]) if record else None
-    describe_run_folder(run_dir, "A first-order plant run")
     log = node.get_logger()
-    try:
+    with training_session(run_dir, "A first-order plant run", [client], env, record):
         baseline = mean_tracking_error(env, lambda obs: np.zeros(1), eval_episodes, seed=10_000)
         log.info(f"zero-action baseline: mean tracking error {baseline:.4f}")
         model = SAC(
@@ -79,12 +75,7 @@ def train(argv: list[str]) -> int:
             verbose=0,
             tensorboard_log=tensorboard_folder(run_dir),
         )
-        started = time.monotonic()
-        model.learn(
-            total_timesteps=total_timesteps,
-            callback=[TimingScalarsCallback([client.channel]), FreezeGarbageCollector()],
-        )
-        train_s = time.monotonic() - started
+        train_s = learn(model, total_timesteps, [client])
         trained = mean_tracking_error(
             env, lambda obs: model.predict(obs, deterministic=True)[0], eval_episodes, seed=10_000
         )
@@ -104,10 +95,6 @@ def train(argv: list[str]) -> int:
             f"{total_timesteps} steps in {train_s:.0f} s)",
             flush=True,
         )
-    finally:
-        env.close()
-        if recorder is not None:
-            recorder.close()
     return 0
 
 

@@ -12,18 +12,15 @@ with the training figures, to ``<run_dir>/results.json``.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
 from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv
-from spin_decoupler_ros.params import declare_bool, declare_float, declare_int, refuse_bad_parameters
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_int
 from spin_decoupler_ros.rl import RLClient
-from spin_decoupler_ros.rl.interrupts import quiet_on_ctrl_c
-from spin_decoupler_ros.rl.recording import record_clients
-from spin_decoupler_ros.rl.run_folder import describe_run_folder, tensorboard_folder, write_results
-from spin_decoupler_ros.rl.training import FreezeGarbageCollector, TimingScalarsCallback
+from spin_decoupler_ros.rl.run_folder import tensorboard_folder, write_results
+from spin_decoupler_ros.rl.trainer import learn, trainer_main, training_session
 from spin_decoupler_ros.tools.paths import declare_run_dir
 
 NODE_NAME = "lunar_lander_train"
@@ -65,10 +62,11 @@ def evaluate(model: Any, env: Any, episodes: int, seed: int) -> tuple[float, flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train; Ctrl-C ends it with one line, exit code 130 (rl/interrupts.py), a bad parameter
-    with one line naming it, exit code 2."""
-    return quiet_on_ctrl_c(
-        lambda: refuse_bad_parameters(NODE_NAME, lambda: train(sys.argv if argv is None else argv)),
+    """Train (rl/trainer.py: Ctrl-C and bad parameters end it with one line)."""
+    return trainer_main(
+        NODE_NAME,
+        train,
+        argv,
         lambda: f"[{NODE_NAME}] interrupted (Ctrl-C): an example keeps no checkpoints; run it again",
     )
 
@@ -97,20 +95,13 @@ def train(argv: list[str]) -> int:
 
     torch.set_num_threads(torch_threads)
     env = LunarLanderEnv(client=client)
-    recorder = record_clients(run_dir, [client]) if record else None
-    describe_run_folder(run_dir, "A LunarLander run")
     log = node.get_logger()
     log.info(f"training PPO for {total_timesteps} steps, {env.frames_per_step} frames per step")
-    try:
+    with training_session(run_dir, "A LunarLander run", [client], env, record):
         model = make_ppo(
             env, seed=seed, learning_rate=learning_rate, gamma=gamma, tensorboard_log=tensorboard_folder(run_dir)
         )
-        started = time.monotonic()
-        model.learn(
-            total_timesteps=total_timesteps,
-            callback=[TimingScalarsCallback([client.channel]), FreezeGarbageCollector()],
-        )
-        train_s = time.monotonic() - started
+        train_s = learn(model, total_timesteps, [client])
         mean_return, std_return = evaluate(model, env, eval_episodes, seed=10_000)
         results = {
             "mean_return": mean_return,
@@ -128,10 +119,6 @@ def train(argv: list[str]) -> int:
             f"{eval_episodes} episodes ({total_timesteps} PPO steps in {train_s:.0f} s)",
             flush=True,
         )
-    finally:
-        env.close()
-        if recorder is not None:
-            recorder.close()
     return 0
 
 
