@@ -48,3 +48,33 @@ def test_the_reader_takes_only_the_newest_message_and_the_executor_never_runs_it
         node.destroy_node()
     finally:
         context.try_shutdown()
+
+
+def test_a_wait_is_woken_by_the_arrival_and_takes_nothing(ros_domain: dict[str, str]) -> None:
+    """``wait`` blocks until a message is there (or its timeout), without taking it: the
+    arrival wakes it well before the timeout."""
+    import threading
+
+    context = init_private_context([])
+    try:
+        node = Node("latest_message_wait_test", context=context)
+        latest = LatestMessage(node, UInt64, "/latest_message_wait_test")
+        publisher = node.create_publisher(UInt64, "/latest_message_wait_test", 10)
+        deadline = time.monotonic() + 10.0
+        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert not latest.wait(0.2)  # nothing comes: the timeout
+        assert time.monotonic() - started >= 0.19
+        later = threading.Timer(0.3, lambda: publisher.publish(UInt64(data=7)))
+        later.start()
+        started = time.monotonic()
+        assert latest.wait(10.0)
+        woken_after = time.monotonic() - started
+        later.join()
+        assert woken_after < 5.0  # the arrival woke it, not the 10 s timeout
+        raw = latest.take_serialized()
+        assert raw is not None and deserialize_message(raw, UInt64).data == 7
+        node.destroy_node()
+    finally:
+        context.try_shutdown()

@@ -24,9 +24,8 @@ if TYPE_CHECKING:
 
 STATE_QOS = sensor_qos(depth=8)  # a few kept, should other joints share the topic
 # Where the world waits for the agent: how long a tick waits for the joint state stamped
-# at its time (published before the /clock that made the tick, on another topic), polling.
+# at its time (published before the /clock that made the tick, on another topic).
 STATE_AT_TICK_WAIT_S = 0.5
-STATE_POLL_S = 0.0002
 
 ArmReading = tuple[int, np.ndarray, np.ndarray]  # (stamp ns, positions, velocities)
 
@@ -58,7 +57,9 @@ class ArmState:
         the one stamped at the tick's time, so that a seeded run repeats: the newest
         stamped at or before now (later ones are kept for later ticks), and, where the
         topic has a state at this time (its stamps' grid), the tick waits for it should the
-        /clock that made the tick have overtaken it (up to STATE_AT_TICK_WAIT_S, wall)
+        /clock that made the tick have overtaken it (up to STATE_AT_TICK_WAIT_S, wall; a
+        wait on the subscription, woken by each arrival: the world waits for this tick's
+        command meanwhile)
         (test_panda.py::test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time).
         """
         if not self._node.waits_on_clock:
@@ -73,8 +74,7 @@ class ArmState:
         if not wait or self.stamp_ns >= now_ns or not self._due(now_ns):
             return
         deadline = time.monotonic() + STATE_AT_TICK_WAIT_S
-        while time.monotonic() < deadline:
-            time.sleep(STATE_POLL_S)
+        while self._reader.wait(deadline - time.monotonic()):  # (woken by each arrival)
             self._take_until(now_ns)
             if self.stamp_ns >= now_ns:
                 return

@@ -62,6 +62,7 @@ class LatestMessage:
 
     def __init__(self, node: Node, msg_type: type, topic: str, qos: QoSProfile = NEWEST_ONLY) -> None:
         self.msg_type = msg_type
+        self._context = node.context
         self._subscription = node.create_subscription(
             msg_type,
             topic,
@@ -86,3 +87,19 @@ class LatestMessage:
         """The newest message received since the last call (serialised), or None."""
         taken = self.take_all_serialized()
         return taken[-1] if taken else None
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until a message is there to take, at most ``timeout_s``: a wait on the
+        subscription, as rclpy's ``wait_for_message`` waits, woken by the arrival (no
+        polling). Whether one is there."""
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+        handle, context = self._subscription.handle, self._context.handle
+        if context is None:
+            return False  # (shut down: nothing more comes)
+        wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, context)
+        wait_set.clear_entities()
+        with handle:
+            wait_set.add_subscription(handle)
+            wait_set.wait(max(0, round(timeout_s * 1e9)))
+            return handle.pointer in wait_set.get_ready_entities("subscription")
