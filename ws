@@ -169,7 +169,7 @@ jazzy_tests() {
 }
 
 # pytest, and the stacks of a test that hung past every timeout (test/conftest.py writes
-# them and ends the session).
+# them and ends the test run).
 run_pytest() {
   local hung="$LOGS/hung_test.txt"
   SPIN_DECOUPLER_HUNG_TEST_LOG=$hung python -m pytest "$@" && return
