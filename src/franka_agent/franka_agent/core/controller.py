@@ -19,6 +19,7 @@ from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.motion import ArmMotion, MotionState
 from franka_agent.core.reference import braking_knots
 from franka_agent.core.trajectory import sample_knots
+from spin_decoupler_ros.core.transitions import TransitionTable
 
 NS = 1_000_000_000
 DEFAULT_COMMAND_LEAD = 0.03  # s: see lead_periods_for and docs/timing.md
@@ -50,9 +51,12 @@ LINK_NEXT: dict[Link, frozenset[Link]] = {
 }
 
 
+LINKS = TransitionTable("LINK_NEXT", "the link", LINK_NEXT, frozenset({Link.NONE}))
+
+
 def link_may_go(link: Link, to: Link) -> bool:
     """Whether LINK_NEXT (and the way out of any) lets ``link`` go to ``to``."""
-    return to is Link.NONE or to in LINK_NEXT[link]
+    return LINKS.allows(link, to)
 
 
 def lead_periods_for(command_lead: float, period_ns: int) -> int:
@@ -235,8 +239,7 @@ class PandaController:
 
     def _enter(self, link: Link) -> None:
         """Go to ``link`` where LINK_NEXT allows it; anything else is a defect."""
-        if not link_may_go(self.link, link):
-            raise RuntimeError(f"the link cannot go from {self.link.name} to {link.name} (LINK_NEXT)")
+        LINKS.check(self.link, link)
         self.link = link
 
     @property

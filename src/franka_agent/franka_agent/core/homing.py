@@ -16,6 +16,7 @@ from franka_agent.core import panda
 from franka_agent.core.kinematics import PandaKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.reference import braking_tcps, rest_to_rest_path
+from spin_decoupler_ros.core.transitions import TransitionTable
 
 BRAKING_SAMPLES_PER_CHECK = 8  # points of a move whose braking one such check tests
 
@@ -44,9 +45,12 @@ HOMING_NEXT: dict[Homing, frozenset[Homing]] = {
 }
 
 
+HOMING = TransitionTable("HOMING_NEXT", "homing", HOMING_NEXT, frozenset({Homing.IDLE, Homing.STOP}))
+
+
 def homing_may_go(phase: Homing, to: Homing) -> bool:
     """Whether HOMING_NEXT (and the two ways out of any phase) lets ``phase`` go to ``to``."""
-    return to in (Homing.IDLE, Homing.STOP) or to in HOMING_NEXT[phase]
+    return HOMING.allows(phase, to)
 
 
 def joint_route_search(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from franka_agent.core import panda
-from franka_agent.core.homing import Homing, homing_may_go, joint_route_search
+from franka_agent.core.homing import HOMING, Homing, joint_route_search
 from franka_agent.core.kinematics import PandaKinematics, solve_ik
 from franka_agent.core.limits import Bounds, MotionLimits, WorkspaceBox
 from franka_agent.core.reference import ReferenceGenerator, braking_tcps
@@ -277,8 +277,7 @@ class ArmMotion:
 
     def _enter(self, phase: Homing) -> None:
         """Go to ``phase``, as the table allows; anything else is a defect, said as such."""
-        if not homing_may_go(self.homing, phase):
-            raise RuntimeError(f"homing cannot go from {self.homing.name} to {phase.name} (HOMING_NEXT)")
+        HOMING.check(self.homing, phase)
         self.homing = phase
         self._phase_ticks = 0
         self._phase_best = np.inf

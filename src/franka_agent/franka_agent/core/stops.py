@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spin_decoupler_ros.core.transitions import TransitionTable
+
 DEFAULT_WINDOW_NS = 100_000_000
 # A commanded move of 5 mrad in the window (0.05 rad/s) against less than a tenth of it:
 # a following arm lags by its tracking error (a few ms), never by most of the window.
@@ -52,9 +54,12 @@ STOP_PHASE_NEXT: dict[StopPhase, frozenset[StopPhase]] = {
 }
 
 
+STOP_PHASES = TransitionTable("STOP_PHASE_NEXT", "a stop", STOP_PHASE_NEXT, frozenset({StopPhase.NONE}))
+
+
 def stop_phase_may_go(phase: StopPhase, to: StopPhase) -> bool:
     """Whether STOP_PHASE_NEXT (and the way out of any phase) lets ``phase`` go to ``to``."""
-    return to is StopPhase.NONE or to in STOP_PHASE_NEXT[phase]
+    return STOP_PHASES.allows(phase, to)
 
 
 @dataclass
@@ -69,8 +74,7 @@ class StopHandling:
 
     def enter(self, phase: StopPhase) -> None:
         """Go to ``phase`` where STOP_PHASE_NEXT allows it; anything else is a defect."""
-        if not stop_phase_may_go(self.phase, phase):
-            raise RuntimeError(f"a stop cannot go from {self.phase.name} to {phase.name} (STOP_PHASE_NEXT)")
+        STOP_PHASES.check(self.phase, phase)
         self.phase = phase
         if phase is not StopPhase.RECOVERING:
             self.call = None

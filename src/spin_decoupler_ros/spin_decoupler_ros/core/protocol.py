@@ -27,6 +27,7 @@ import numpy as np
 from spin_decoupler_ros.core.errors import ActionSpaceError
 from spin_decoupler_ros.core.spaces import ActionSpec
 from spin_decoupler_ros.core.timing import ns_to_seconds, periods_for
+from spin_decoupler_ros.core.transitions import TransitionTable
 
 
 class AgentState(enum.Enum):
@@ -51,9 +52,12 @@ AGENT_NEXT: dict[AgentState, frozenset[AgentState]] = {
 }
 
 
+AGENT_STATES = TransitionTable("AGENT_NEXT", "the agent", AGENT_NEXT, frozenset({AgentState.IDLE}))
+
+
 def agent_may_go(state: AgentState, to: AgentState) -> bool:
     """Whether AGENT_NEXT (and the way out of any state) lets ``state`` go to ``to``."""
-    return to is AgentState.IDLE or to in AGENT_NEXT[state]
+    return AGENT_STATES.allows(state, to)
 
 
 class TickEvent(enum.Enum):
@@ -164,8 +168,7 @@ class AgentProtocol:
 
     def _enter(self, state: AgentState) -> None:
         """Go to ``state`` where AGENT_NEXT allows it; anything else is a defect."""
-        if not agent_may_go(self.state, state):
-            raise RuntimeError(f"the agent cannot go from {self.state.name} to {state.name} (AGENT_NEXT)")
+        AGENT_STATES.check(self.state, state)
         self.state = state
 
     def begin_episode(
