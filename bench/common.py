@@ -34,9 +34,9 @@ def isolate_dds() -> None:
 def reach_env(namespace: str, task: dict[str, Any]) -> Any:
     """The Panda reach task's env on the agent in ``namespace`` ("": the root), with the
     trainer's settings (``task``: its parameters in config/panda_reach.yaml)."""
-    from franka_agent.reach_task import PandaReachEnv
+    from franka_agent.reach_task import ReachEnv
 
-    return PandaReachEnv(
+    return ReachEnv(
         namespace,
         target_low=task["target_low"],
         target_high=task["target_high"],

@@ -143,7 +143,7 @@ def measure(
                 log_path=logs / f"control_loop_{rate:g}hz_agent.log",
             )
         )
-        assert mock.wait_for_log("mock Panda ready", 60) and agent.wait_for_log("agent ready", 60)
+        assert mock.wait_for_log("mock arm ready", 60) and agent.wait_for_log("agent ready", 60)
         torch.set_num_threads(1)
         env = reach_env("", task)
         # Updates between episodes (train_freq per episode): within an episode the

@@ -1,5 +1,5 @@
 """Resets from wherever adversarial actions leave the arm, through the agent's control
-logic (PandaController) and the MuJoCo physics the mock runs (PandaSim), without ROS.
+logic (ArmController) and the MuJoCo physics the mock runs (ArmSim), without ROS.
 
 Each trial pushes the arm with full-scale random actions (a new sign pattern now and
 then) for 2-15 s, which drives it into the box's faces and corners and, with
@@ -25,14 +25,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import summary_ms, write_result
 from franka_agent.core.command_check import command_violations
-from franka_agent.core.controller import PandaController
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.controller import ArmController
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.sim import PandaSim
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import ArmSim
 from franka_agent.inprocess_env import _points
 
+PANDA = load_profile("panda")
+
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))  # config/panda_reach.yaml
-LIMITS = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8, joint_margin=0.05)
+LIMITS = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8, joint_margin=0.05)
 PERIOD_NS = 10_000_000  # 100 Hz
 TICKS_PER_STEP = 10  # rl_timestep 0.1 s
 RESET_TIMEOUT_TICKS = 1500  # reset_timeout 15 s
@@ -40,9 +43,9 @@ RESET_TIMEOUT_TICKS = 1500  # reset_timeout 15 s
 
 def run_mode(mode: str, trials: int, seed: int) -> dict[str, object]:
     rng = np.random.default_rng(seed)
-    sim = PandaSim()
-    kinematics = PandaKinematics()
-    controller = PandaController(mode, LIMITS, BOX, PERIOD_NS)
+    sim = ArmSim(PANDA)
+    kinematics = ArmKinematics(PANDA)
+    controller = ArmController(mode, LIMITS, BOX, PERIOD_NS)
     controller.start(sim.q, 0)
     now_ns = 0
     violations: list[str] = []

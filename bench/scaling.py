@@ -1,7 +1,7 @@
 """Aggregate env steps per second with N = 1, 2, 4, 8 mock Pandas behind one VecEnv.
 
 For each N, in one run: N (MuJoCo mock, Panda agent) process pairs, each robot in its
-own namespace (``franka_agent.robots``), and a ``DecoupledVecEnv`` of ``PandaReachEnv``
+own namespace (``franka_agent.robots``), and a ``DecoupledVecEnv`` of ``ReachEnv``
 here stepping all N at once with random actions (auto-resets included, no learner:
 the figure is the pipeline's own rate). Two settings:
 
@@ -38,7 +38,7 @@ def measure(
 ) -> dict[str, float | None]:
     import psutil
 
-    from franka_agent.reach_task import PandaReachEnv
+    from franka_agent.reach_task import ReachEnv
     from franka_agent.robots import start_mock_robots
     from spin_decoupler_ros.rl.vec_env import DecoupledVecEnv
     from spin_decoupler_ros.tools.processes import ProcessGroup
@@ -55,8 +55,8 @@ def measure(
             mock_params={"lockstep": lockstep},
         )
 
-        def make_env(client: Any) -> PandaReachEnv:
-            return PandaReachEnv(
+        def make_env(client: Any) -> ReachEnv:
+            return ReachEnv(
                 client=client,
                 target_low=task["target_low"],
                 target_high=task["target_high"],

@@ -2,7 +2,7 @@
 
 The MuJoCo mock (flat out, lockstep) and the Panda agent as processes under the main
 job's default timing model (``default_timing_model``: the recorded think times, replayed),
-the learner (SAC on PandaReachEnv, the config's hyperparameters) in this one: twice, side by side
+the learner (SAC on ReachEnv, the config's hyperparameters) in this one: twice, side by side
 in one run, first without checkpoints, then writing one every ``--checkpoint-every``
 steps (rl/checkpoint.py: the model, the replay buffer, the logs' positions). RSS and
 open file descriptors of each process are read after a warm-up (``--warmup`` steps:

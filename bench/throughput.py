@@ -1,10 +1,10 @@
 """Env steps per second of the Panda reach task: through the decoupled pipeline at maximum
 simulation speed, and as an in-process Gymnasium env, in one run.
 
-(a) in-process: ``InProcessPandaReachEnv``: the agent's controller, the mock's physics
+(a) in-process: ``InProcessReachEnv``: the agent's controller, the mock's physics
     and the task in one process, back to back;
 (b) decoupled: the MuJoCo mock (lockstep, flat out) and the Panda agent as processes,
-    ``PandaReachEnv`` here, talking over DDS.
+    ``ReachEnv`` here, talking over DDS.
 Both step random actions with the same seed, resets included; no learner, so the
 figure is the environment's own rate. ``ratio`` = decoupled / in-process.
 
@@ -45,7 +45,7 @@ def main() -> int:
     isolate_dds()
     import yaml
 
-    from franka_agent.inprocess_env import InProcessPandaReachEnv
+    from franka_agent.inprocess_env import InProcessReachEnv
     from franka_agent.robots import start_mock_robots
     from spin_decoupler_ros.tools.paths import find_config
     from spin_decoupler_ros.tools.processes import ProcessGroup
@@ -55,7 +55,7 @@ def main() -> int:
     agent = sections["/**/panda_agent"]["ros__parameters"]
     task = sections["/**/panda_trainer"]["ros__parameters"]
 
-    inprocess = run(InProcessPandaReachEnv(agent, task), args.steps, seed=1)
+    inprocess = run(InProcessReachEnv(agent, task), args.steps, seed=1)
     print(f"in-process: {inprocess:.1f} steps/s", flush=True)
 
     with ProcessGroup() as group:
@@ -77,7 +77,7 @@ def main() -> int:
                 "rl_timestep_s": agent["rl_timestep"],
                 "control_rate_hz": agent["control_rate"],
                 "decoupled": "mock (MuJoCo, lockstep, speed_factor 0) + agent as processes, env over DDS",
-                "inprocess": "InProcessPandaReachEnv: same controller, physics and task in one process",
+                "inprocess": "InProcessReachEnv: same controller, physics and task in one process",
             },
         },
     )

@@ -75,7 +75,7 @@ def start_panda_mock(processes: ProcessGroup, log_dir: Path, speed: float = 4.0,
         log_dir,
         params_files=(panda_config(),),
         params={"speed_factor": speed, **mock},
-        ready_text="mock Panda ready",
+        ready_text="mock arm ready",
         label="mock_hardware",
     )
 

@@ -27,7 +27,7 @@ PAGE = ROOT / "docs" / "nodes.md"
 # (title, how the node is made, its executable)
 AGENT_SIDE: tuple[tuple[str, str, str], ...] = (
     ("Panda agent", "franka_agent.panda_agent_node:PandaAgent", "franka_agent panda_agent"),
-    ("MuJoCo mock hardware", "franka_agent.mock.mock_hardware_node:MockPandaHardware", "franka_agent mock_hardware"),
+    ("MuJoCo mock hardware", "franka_agent.mock.mock_hardware_node:MockArmHardware", "franka_agent mock_hardware"),
     (
         "First-order plant agent",
         "spin_decoupler_ros.examples.first_order_plant.agent:FirstOrderPlantAgent",

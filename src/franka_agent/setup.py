@@ -15,6 +15,7 @@ setup(
         (f"share/{package_name}", ["package.xml"]),
         (f"share/{package_name}/launch", glob("launch/*.launch.py")),
         (f"share/{package_name}/config", glob("config/*.yaml") + glob("config/*.csv")),
+        (f"share/{package_name}/config/robots", glob("config/robots/*.yaml")),
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # (colcon test runs test/ with pytest)

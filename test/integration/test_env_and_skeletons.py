@@ -161,7 +161,7 @@ def test_the_shipped_tasks_built_the_trainers_way_are_made_again_from_their_spec
         arguments: dict[str, Any] = {"setpoint_range": 0.25, "max_episode_steps": 7}
         env: DecoupledEnv = PlantTrackingEnv(client=RLClient(namespace, connect_timeout=20), **arguments)
     elif task == "panda_reach":
-        from franka_agent.reach_task import PandaReachEnv
+        from franka_agent.reach_task import ReachEnv
 
         start_panda_mock(processes, tmp_path, speed=0.0)
         start_panda_agent(processes, tmp_path)
@@ -170,7 +170,7 @@ def test_the_shipped_tasks_built_the_trainers_way_are_made_again_from_their_spec
             "target_high": [0.5, 0.1, 0.4],
             "max_episode_steps": 4,
         }
-        env = PandaReachEnv(client=RLClient("", connect_timeout=30), **arguments)
+        env = ReachEnv(client=RLClient("", connect_timeout=30), **arguments)
         namespace = ""
     else:
         from spin_decoupler_ros.examples.lunar_lander.task import LunarLanderEnv

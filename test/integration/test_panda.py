@@ -26,7 +26,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt64
 
-from franka_agent.core import panda
+from franka_agent.core.profile_file import load_profile
 from franka_agent.mock.mock_hardware_node import LATCHED
 from franka_agent.robots import RECORDED_THINK_TIMES, read_limit_violations
 from franka_agent.stall_guard import STOPPED_WHILE_SENDING
@@ -34,6 +34,8 @@ from spin_decoupler_ros.core.errors import AgentError
 from spin_decoupler_ros.rl import DecoupledEnv, RLClient
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup
+
+PANDA = load_profile("panda")
 
 MOCK = "franka_agent.mock.mock_hardware_node"
 AGENT = "franka_agent.panda_agent_node"
@@ -147,12 +149,12 @@ def test_reset_returns_home(panda_client: RLClient) -> None:
     panda_client.reset(seed=0)
     for _ in range(10):
         panda_client.step([1.0, 1.0, -1.0])
-    home = panda_client.reset(options=panda.HOME)
-    np.testing.assert_allclose(home.observation[:7], panda.HOME, atol=5e-3)
+    home = panda_client.reset(options=PANDA.home)
+    np.testing.assert_allclose(home.observation[:7], PANDA.home, atol=5e-3)
     np.testing.assert_allclose(home.observation[7:14], 0.0, atol=0.02)
-    np.testing.assert_allclose(home.observation[TCP], panda.ee_position(panda.HOME), atol=5e-3)
+    np.testing.assert_allclose(home.observation[TCP], PANDA.tcp_position(PANDA.home), atol=5e-3)
     noisy = panda_client.reset(seed=7).observation[:7]
-    assert 0 < np.max(np.abs(noisy - panda.HOME)) <= 0.1 + 5e-3  # reset_noise 0.1 rad
+    assert 0 < np.max(np.abs(noisy - PANDA.home)) <= 0.1 + 5e-3  # reset_noise 0.1 rad
 
 
 def test_the_panda_refuses_a_then_action(panda_client: RLClient) -> None:
@@ -370,7 +372,7 @@ def test_a_stop_inside_a_send_is_reported_and_commanding_waits_for_the_arm(
     try:
         agent = PandaAgent()
         bring_up(agent)
-        agent.arm.keep(agent.now_ns(), panda.HOME.copy(), np.zeros(panda.DOF))
+        agent.arm.keep(agent.now_ns(), PANDA.home.copy(), np.zeros(PANDA.dof))
         agent.on_action_start(np.array([1.0, -1.0, -1.0]))
         publish = agent._command_pub.publish
         sent: list[object] = []
@@ -423,7 +425,7 @@ def test_on_a_waiting_clock_a_tick_reads_the_state_stamped_at_its_time(ros_domai
 
         def state(k: int) -> JointState:
             """The arm's state at tick k: its first joint at k (rad), to tell them apart."""
-            message = JointState(name=list(panda.JOINT_NAMES), position=[float(k)] + [0.0] * 6, velocity=[0.0] * 7)
+            message = JointState(name=list(PANDA.joint_names), position=[float(k)] + [0.0] * 6, velocity=[0.0] * 7)
             message.header.stamp = stamp(base_ns + k * period_ns)
             return message
 
@@ -472,14 +474,14 @@ def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
 
     from spin_decoupler_ros.rl.client import init_private_context
 
-    start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock Panda ready")
+    start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock arm ready")
     context = init_private_context()
     node = Node("rogue_commander", context=context)
     publisher = node.create_publisher(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", 10)
     deadline = time.monotonic() + 10
     while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    goal = panda.HOME + 0.01
+    goal = PANDA.home + 0.01
     moving = JointTrajectoryPoint(
         positions=list(goal), velocities=[0.1] * 7, time_from_start=Duration(nanosec=500_000_000)
     )
@@ -494,14 +496,14 @@ def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
             # the refused trajectory until the mock has counted it.
             deadline = time.monotonic() + 10
             while violations.latest.data == 0 and time.monotonic() < deadline:
-                publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[moving]))
+                publisher.publish(JointTrajectory(joint_names=list(PANDA.joint_names), points=[moving]))
                 violations.spin_for(0.2)
             refused = violations.latest.data
             assert refused >= 1, "the mock never counted the trajectory that ends moving"
             # Refused: not followed, the arm still rests where it started.
-            assert np.allclose(arm.wait().position, panda.HOME, atol=1e-3)
+            assert np.allclose(arm.wait().position, PANDA.home, atol=1e-3)
             at_rest = JointTrajectoryPoint(positions=list(goal), velocities=[0.0] * 7, time_from_start=Duration(sec=1))
-            publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[at_rest]))
+            publisher.publish(JointTrajectory(joint_names=list(PANDA.joint_names), points=[at_rest]))
             # The accepted one is followed: the arm gets to its goal and rests there.
             arm.wait_until(lambda state: np.allclose(state.position, goal, atol=2e-3))
             violations.spin_for(0.2)
@@ -514,7 +516,7 @@ def test_mock_refuses_a_trajectory_that_ends_moving_as_newer_controllers_do(
 def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_path: Path) -> None:
     from spin_decoupler_ros.rl.client import init_private_context
 
-    start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock Panda ready")
+    start_node(processes, MOCK, tmp_path, params_files=(CONFIG,), ready_text="mock arm ready")
     context = init_private_context()
     node = Node("state_reader", context=context)
     got: dict[str, JointState] = {}
@@ -529,8 +531,8 @@ def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_
     context.try_shutdown()
     assert set(got) == {"/joint_states", "/franka/joint_states"}
     state = got["/franka/joint_states"]
-    assert list(state.name) == list(panda.JOINT_NAMES)
-    np.testing.assert_allclose(state.position, panda.HOME, atol=1e-3)
+    assert list(state.name) == list(PANDA.joint_names)
+    np.testing.assert_allclose(state.position, PANDA.home, atol=1e-3)
 
 
 def test_pipeline_refuses_real_hardware_without_launch(ros_domain: dict[str, str]) -> None:
@@ -694,7 +696,7 @@ def test_joint_states_of_other_joints_on_the_same_topic_are_ignored(processes: P
     publishing.start()
     try:
         with RLClient(connect_timeout=30, reset_timeout=30) as client:
-            answers = [client.reset(options=panda.HOME)]
+            answers = [client.reset(options=PANDA.home)]
             answers += [client.step([0.0, 0.0, 0.0]) for _ in range(20)]
     finally:
         stop.set()
@@ -702,7 +704,7 @@ def test_joint_states_of_other_joints_on_the_same_topic_are_ignored(processes: P
         node.destroy_node()
         context.try_shutdown()
     for answer in answers:
-        np.testing.assert_allclose(answer.observation[:7], panda.HOME, atol=5e-3)
+        np.testing.assert_allclose(answer.observation[:7], PANDA.home, atol=5e-3)
         np.testing.assert_allclose(answer.observation[7:14], 0.0, atol=0.02)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from helpers import start_node, start_panda_agent, start_panda_mock
 
+from franka_agent.core.profile_file import load_profile
 from franka_agent.robots import read_limit_violations, timing_model_overrides
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.think_time import TimingModel, TimingModelKind
@@ -28,6 +29,8 @@ from spin_decoupler_ros.rl.training import logged_steps
 from spin_decoupler_ros.tools.isolation import isolated_ros_environment
 from spin_decoupler_ros.tools.paths import find_config
 from spin_decoupler_ros.tools.processes import ProcessGroup, find_process
+
+PANDA = load_profile("panda")
 
 PLANT = "spin_decoupler_ros.examples.first_order_plant.agent"
 PANDA_AGENT = "franka_agent.panda_agent_node"
@@ -367,7 +370,6 @@ def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_
     from rosgraph_msgs.msg import Clock
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from franka_agent.core import panda
     from spin_decoupler_ros.rl.client import init_private_context
 
     start_panda_mock(processes, tmp_path, speed=0.0, lockstep=True, lockstep_timeout=0.0)
@@ -391,14 +393,14 @@ def test_a_mock_without_a_lockstep_timeout_waits_at_its_horizon_and_repeats_its_
             spin(0.05)
         assert stamps, "no /clock from the mock"
         hold = JointTrajectoryPoint(
-            positions=list(panda.HOME), velocities=[0.0] * 7, time_from_start=Duration(nanosec=100_000_000)
+            positions=list(PANDA.home), velocities=[0.0] * 7, time_from_start=Duration(nanosec=100_000_000)
         )
         # The first sample can go before the mock's reader knows this writer (then it is
         # not delivered): send the hold until the mock has run towards its point.
         start = stamps[-1]
         deadline = time.monotonic() + 10
         while stamps[-1] < start + 50_000_000 and time.monotonic() < deadline:
-            publisher.publish(JointTrajectory(joint_names=list(panda.JOINT_NAMES), points=[hold]))
+            publisher.publish(JointTrajectory(joint_names=list(PANDA.joint_names), points=[hold]))
             spin(0.1)
         assert stamps[-1] >= start + 50_000_000, "the mock never ran to the command's point"
         spin(0.3)  # it simulates to the point (at once, flat out), then waits

@@ -8,13 +8,13 @@ the loop more than its ticks did); a few are kept, should other joints share the
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
-from franka_agent.core import panda
 from spin_decoupler_ros.agent import LatestMessage, sensor_qos
 from spin_decoupler_ros.conversions import time_to_ns
 from spin_decoupler_ros.core.timing import ns_to_seconds
@@ -31,18 +31,19 @@ ArmReading = tuple[int, np.ndarray, np.ndarray]  # (stamp ns, positions, velocit
 
 
 class ArmState:
-    """The newest joint state of panda_joint1..7 on ``topic``, and how old it is."""
+    """The newest joint state of the arm's joints on ``topic``, and how old it is."""
 
-    def __init__(self, node: AgentNode, topic: str, state_timeout: float) -> None:
+    def __init__(self, node: AgentNode, joint_names: Sequence[str], topic: str, state_timeout: float) -> None:
         self._node = node
+        self.joint_names = tuple(joint_names)
         self.topic = topic
         self.state_timeout = state_timeout
         self.q: np.ndarray | None = None  # None until the first state
-        self.dq = np.zeros(panda.DOF)
+        self.dq = np.zeros(len(self.joint_names))
         self.stamp_ns = 0  # the time the latest joint state refers to (its stamp)
         self._taken_ns = 0  # the node's clock when it was taken in
         self.taken_wall: float | None = None  # monotonic time the newest state was taken in
-        self._order: list[int] = []  # where panda_joint1..7 are in messages named like
+        self._order: list[int] = []  # where the arm's joints are in messages named like
         self._order_names: list[str] | None = None  # this (the arm's last message)
         # Where the world waits for the agent: arm states stamped after the tick that took
         # them (for later ticks), and the step between the topic's stamps (see decode).
@@ -137,7 +138,7 @@ class ArmState:
         """The arm's (stamp, positions, velocities) in ``msg``, or None if it does not hold them."""
         if msg.name != self._order_names:
             try:
-                order = [msg.name.index(name) for name in panda.JOINT_NAMES]
+                order = [msg.name.index(name) for name in self.joint_names]
             except ValueError:
                 return None  # the gripper's, or another robot's, on a shared topic
             self._order, self._order_names = order, list(msg.name)
@@ -145,5 +146,5 @@ class ArmState:
         if position.size < len(msg.name):
             return None
         velocity = np.asarray(msg.velocity)
-        dq = velocity[self._order] if velocity.size >= len(msg.name) else np.zeros(panda.DOF)
+        dq = velocity[self._order] if velocity.size >= len(msg.name) else np.zeros(len(self.joint_names))
         return time_to_ns(msg.header.stamp), position[self._order], dq

@@ -1,6 +1,6 @@
 """The reach task as a plain in-process Gymnasium env: no ROS, no decoupling.
 
-The same ``PandaController`` the agent node runs, the same ``PandaSim`` the mock wraps,
+The same ``ArmController`` the agent node runs, the same ``ArmSim`` the mock wraps,
 the same ``ReachTask``, stepped in lockstep in one process: one step is the action's
 control periods, back to back. The throughput benchmark compares the decoupled
 pipeline against it (the ratio is the cost of decoupling), and it makes tuning a
@@ -15,17 +15,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, Command, PandaController, lead_periods_for
+from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, Command, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.sim import PandaSim
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import ArmSim
 from franka_agent.core.trajectory import TrajectoryPoint
-from franka_agent.reach_task import OBSERVATION_SIZE, ReachTask
+from franka_agent.reach_task import ReachTask, observation_size
 
 NS = 1_000_000_000
 
 
-class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
-    """The Panda reach task in one process (see ``PandaReachEnv`` for the task).
+class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
+    """The Panda reach task in one process (see ``ReachEnv`` for the task).
 
     :param agent: the agent's parameters, as in the ``panda_agent`` section of
         config/panda_reach.yaml (missing ones take the agent's defaults).
@@ -42,18 +43,20 @@ class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
         control_rate = float(agent.get("control_rate", 100.0))
         self.period_ns = round(NS / control_rate)
         self.rl_timestep = float(agent.get("rl_timestep", 0.1))
-        self.sim = PandaSim()
+        profile = load_profile(str(agent.get("robot", "panda")))
+        self.sim = ArmSim(profile)
         self._steps_per_tick = max(1, round(self.period_ns / NS / self.sim.timestep))
         limits = MotionLimits(
+            profile,
             velocity_fraction=float(agent.get("velocity_fraction", 0.5)),
             acceleration_fraction=float(agent.get("acceleration_fraction", 0.5)),
             joint_margin=float(agent.get("joint_margin", 0.05)),
         )
         box = WorkspaceBox(
-            np.array(agent.get("workspace_low", [0.2, -0.45, 0.05]), dtype=np.float64),
-            np.array(agent.get("workspace_high", [0.75, 0.45, 0.8]), dtype=np.float64),
+            np.array(agent.get("workspace_low", profile.workspace_low), dtype=np.float64),
+            np.array(agent.get("workspace_high", profile.workspace_high), dtype=np.float64),
         )
-        self.controller = PandaController(
+        self.controller = ArmController(
             str(agent.get("action_mode", "ee_delta")),
             limits,
             box,
@@ -68,15 +71,15 @@ class InProcessPandaReachEnv(gym.Env[np.ndarray, np.ndarray]):
             cartesian_acceleration=float(agent.get("cartesian_acceleration", 2.0)),
         )
         self.task = ReachTask(
-            task.get("target_low", (0.35, -0.25, 0.2)),
-            task.get("target_high", (0.6, 0.25, 0.55)),
+            task.get("target_low", profile.target_low),
+            task.get("target_high", profile.target_high),
             float(task.get("success_distance", 0.02)),
             float(task.get("reward_per_metre", 10.0)),
         )
         self.max_episode_steps = int(task.get("episode_steps", 50))
         size = self.controller.action_size
         self.action_space = spaces.Box(-1.0, 1.0, (size,), dtype=np.float32)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (OBSERVATION_SIZE,), dtype=np.float32)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (observation_size(profile.dof),), dtype=np.float32)
         self._now_ns = 0
         self._steps = 0
         self.controller.start(self.sim.q, 0)

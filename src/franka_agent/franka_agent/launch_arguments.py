@@ -1,4 +1,4 @@
-"""Launch arguments both sides of the Panda pipeline declare alike (imported by the
+"""Launch arguments both sides of the reach pipeline declare alike (imported by the
 launch files only: it needs ROS 2 launch, which the nodes do not)."""
 
 from __future__ import annotations
@@ -11,8 +11,14 @@ from franka_agent.robots import SINGLE_AGENT_NAMESPACE
 
 
 def config_and_namespace() -> list[DeclareLaunchArgument]:
-    """``config`` (the parameters YAML) and ``namespace`` (one robot's agent: /panda)."""
+    """``robot`` (the arm's profile), ``config`` (the parameters YAML) and ``namespace``
+    (one robot's agent: /panda)."""
     return [
+        DeclareLaunchArgument(
+            "robot",
+            default_value="panda",
+            description="the arm's profile: panda, fr3, ur5e (config/robots/) or the path of a profile file",
+        ),
         DeclareLaunchArgument(
             "config",
             default_value=PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_reach.yaml"]),
@@ -21,7 +27,7 @@ def config_and_namespace() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "namespace",
             default_value=SINGLE_AGENT_NAMESPACE,
-            description="one robot: the namespace of its agent and trainer (the robot keeps franka_ros2's names); "
+            description="one robot: the namespace of its agent and trainer (the robot keeps its driver's names); "
             "several: ignored, robot i and its agent in /panda<i>",
         ),
     ]

@@ -1,29 +1,31 @@
-"""PandaAgent: the decoupler's agent for a Franka Emika Panda driven through franka_ros2.
+"""PandaAgent: the decoupler's agent for an arm driven through a joint trajectory
+controller: a Franka Panda on franka_ros2, or any arm its robot profile (``robot``)
+describes.
 
-It talks to the arm exactly as an outside node talks to franka_ros2 v0.1.0: joint
-state in from ``/franka/joint_states`` (or ``/joint_states``), short trajectories out
-to ``/joint_trajectory_controller/joint_trajectory``. It cannot tell the MuJoCo mock
-from the real arm, and does not try.
+It talks to the arm exactly as an outside node talks to the arm's driver: joint state in
+from the profile's joint-state topic, short trajectories out to its trajectory
+controller's command topic. It cannot tell the MuJoCo mock from the real arm, and does
+not try.
 
 Action (``action_mode``):
-  - ``ee_delta`` (default, 3 values in [-1, 1]): move the hand's TCP target by up to
+  - ``ee_delta`` (default, 3 values in [-1, 1]): move the tool's TCP target by up to
     ``max_ee_step`` m per axis from where the commanded TCP is; the TCP reference
     moves there in a straight line within ``cartesian_speed`` and
     ``cartesian_acceleration`` and never leaves the workspace box (less
     ``workspace_margin``), and differential IK turns it into joint goals;
-  - ``joint_delta`` (7 values): move each joint by up to ``max_joint_step`` rad
+  - ``joint_delta`` (one value per joint): move each joint by up to ``max_joint_step`` rad
     (scaled back if the TCP would leave the box).
   Every control period the joint reference moves towards its goal within the joint
   position, velocity and acceleration limits (``velocity_fraction``,
-  ``acceleration_fraction`` of the Panda's, ``joint_margin`` from its stops), and the
+  ``acceleration_fraction`` of the arm's, ``joint_margin`` from its stops), and the
   agent sends the next ``trajectory_points`` periods of it, positions and velocities,
   then the reference braking to rest: the controller interpolates smoothly, rides out a
   late tick, and, if the agent falls silent, stops the arm within the limits.
-Observation (17 values): joint positions (7, rad), joint velocities (7, rad/s), TCP
-  position (3, m, base frame), from the latest joint state.
+Observation (2 x joints + 3 values; 17 for a 7-joint arm): joint positions (rad), joint
+  velocities (rad/s), TCP position (3, m, base frame), from the latest joint state.
 Safe null action: zero displacement: the reference brakes within the limits and holds.
-Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, or the 7
-  joint positions given as reset options) along the same limited reference; the reset
+Reset: the arm moves home (plus ``reset_noise`` drawn from the episode's seed, or the joint
+  positions given as reset options) along the same limited reference; the reset
   observation goes out once it has settled.
 Stops the arm makes itself (a reflex, a stop, a controller that went inactive): joint
   states still over ``stop_window`` of their stamps while the commands move end the
@@ -46,7 +48,6 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from franka_agent.arm_state import ArmState
-from franka_agent.core import panda
 from franka_agent.core.controller import Command
 from franka_agent.core.stops import StopDetector, StopHandling, StopPhase
 from franka_agent.panda_parameters import declare_panda_parameters
@@ -61,13 +62,10 @@ from spin_decoupler_ros.core.timing import ns_to_seconds, seconds_to_ns
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.qos_events import no_publisher_events
 
-OBSERVATION_NAMES = (
-    *(f"q{i}" for i in range(1, 8)),
-    *(f"dq{i}" for i in range(1, 8)),
-    "ee_x",
-    "ee_y",
-    "ee_z",
-)
+
+def observation_names(dof: int) -> tuple[str, ...]:
+    """Joint positions, joint velocities, TCP position: the observation's entries."""
+    return (*(f"q{i}" for i in range(1, dof + 1)), *(f"dq{i}" for i in range(1, dof + 1)), "ee_x", "ee_y", "ee_z")
 
 
 class PandaAgent(AgentNode):
@@ -90,13 +88,15 @@ class PandaAgent(AgentNode):
         self._reset_started_ns: int | None = None
         clock_reader = LatestMessage(self, Clock, "/clock") if self.get_parameter("use_sim_time").value else None
         self._guard = StallGuard(self, clock_reader, self.settings.command_lead_ns, self.params.control_period_ns)
-        self._trajectory = JointTrajectory(joint_names=list(panda.JOINT_NAMES))
+        self._trajectory = JointTrajectory(joint_names=list(self.settings.profile.joint_names))
         self._points: list[JointTrajectoryPoint] = []  # made once, filled for each command
         # First-call costs now, before the first tick (the message is filled, not sent).
         self._fill_message(self.controller.warm_up())
         deserialize_message(serialize_message(JointState()), JointState)
         deserialize_message(serialize_message(Clock()), Clock)
-        self.arm = ArmState(self, self.settings.joint_states_topic, self.settings.state_timeout)
+        self.arm = ArmState(
+            self, self.settings.profile.joint_names, self.settings.joint_states_topic, self.settings.state_timeout
+        )
         # Commands reliable.
         self._command_pub = self.create_publisher(
             JointTrajectory, self.settings.command_topic, 10, event_callbacks=no_publisher_events()
@@ -110,7 +110,8 @@ class PandaAgent(AgentNode):
         self.settings = declare_panda_parameters(self, self.params.control_period_ns)
         self.controller = self.settings.controller
         size = self.controller.action_size
-        return AgentSpaces(-np.ones(size), np.ones(size), len(OBSERVATION_NAMES), OBSERVATION_NAMES)
+        names = observation_names(self.settings.profile.dof)
+        return AgentSpaces(-np.ones(size), np.ones(size), len(names), names)
 
     # -- commanding -----------------------------------------------------------------------
 

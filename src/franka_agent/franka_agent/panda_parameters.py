@@ -1,5 +1,6 @@
-"""The Panda agent's parameters, declared on its node (``ros2 param describe`` shows each),
-and the controller they make (docs/nodes.md lists them)."""
+"""The arm agent's parameters, declared on its node (``ros2 param describe`` shows each),
+and the controller they make (docs/nodes.md lists them). ``robot`` names the arm's
+profile, which gives the defaults of everything arm-specific."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.node import Node
 
-from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, PandaController, lead_periods_for
+from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.motion import ACTION_MODES
+from franka_agent.core.profile import RobotProfile
+from franka_agent.core.profile_file import load_profile
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
 
 
 @dataclass(frozen=True)
 class PandaParameters:
-    """What the Panda agent was configured with, and its controller."""
+    """What the arm agent was configured with, and its controller."""
 
-    controller: PandaController
+    profile: RobotProfile
+    controller: ArmController
     box: WorkspaceBox
     command_lead_ns: int  # command_lead in whole control periods
     reset_timeout: float
@@ -32,15 +36,17 @@ class PandaParameters:
 
 
 def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParameters:
-    """Declare the Panda agent's parameters on ``node``, check them against each other
+    """Declare the arm agent's parameters on ``node``, check them against each other
     (ParameterError naming the one to change) and make the controller."""
+    profile = load_profile(declare_str(node, "robot", "panda", "the arm's profile: panda, fr3, ur5e or a file's path"))
     mode = declare_str(node, "action_mode", "ee_delta", "what an action means", choices=ACTION_MODES)
     limits = MotionLimits(
+        profile,
         velocity_fraction=declare_float(
-            node, "velocity_fraction", 0.5, "share of the Panda's velocity limits", low=0.01, high=1.0
+            node, "velocity_fraction", 0.5, "share of the arm's velocity limits", low=0.01, high=1.0
         ),
         acceleration_fraction=declare_float(
-            node, "acceleration_fraction", 0.5, "share of the Panda's acceleration limits", low=0.01, high=1.0
+            node, "acceleration_fraction", 0.5, "share of the arm's acceleration limits", low=0.01, high=1.0
         ),
         joint_margin=declare_float(
             node, "joint_margin", 0.05, "distance kept from the joint limits", unit="rad", low=0.0, high=0.4
@@ -51,11 +57,15 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
         allowed = limits.acceleration_fraction * limits.max_control_rate() / rate
         raise ParameterError(
             f"parameter 'acceleration_fraction' = {limits.acceleration_fraction:g} would let the commands' jerk "
-            f"exceed the Panda's limits at control_rate {rate:g} Hz; allowed at this rate: "
+            f"exceed the {profile.name}'s limits at control_rate {rate:g} Hz; allowed at this rate: "
             f"acceleration_fraction <= {allowed:.3g}"
         )
-    low = declare_float_list(node, "workspace_low", [0.2, -0.45, 0.05], "workspace box lower corner (m)")
-    high = declare_float_list(node, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
+    low = declare_float_list(
+        node, "workspace_low", list(profile.workspace_low), "workspace box lower corner (m; the profile's by default)"
+    )
+    high = declare_float_list(
+        node, "workspace_high", list(profile.workspace_high), "workspace box upper corner (m; the profile's by default)"
+    )
     margin = declare_float(
         node, "workspace_margin", 0.02, "targets stay this far inside the box", unit="m", low=0.0, high=0.2
     )
@@ -103,7 +113,9 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
     trajectory_points = declare_int(
         node, "trajectory_points", 3, "planned points per command, before the braking tail", low=2, high=50
     )
-    joint_states_topic = declare_str(node, "joint_states_topic", "/joint_states", "joint state input")
+    joint_states_topic = declare_str(
+        node, "joint_states_topic", profile.joint_states.topic, "joint state input (the profile's by default)"
+    )
     stop_window = declare_float(
         node,
         "stop_window",
@@ -117,9 +129,10 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
     recovery_name = declare_str(
         node,
         "recovery",
-        "none",
-        "what the next reset calls after a stop: none (a person must act), trigger:<std_srvs/Trigger service> "
-        "or franka_action:<franka_msgs ErrorRecovery action> (docs/robot_stops.md)",
+        profile.recovery.agent_parameter,
+        "what the next reset calls after a stop (the profile's by default): none (a person must act), "
+        "trigger:<std_srvs/Trigger service> or franka_action:<franka_msgs ErrorRecovery action> "
+        "(docs/robot_stops.md)",
     )
     recovery_timeout = declare_float(
         node, "recovery_timeout", 10.0, "longest the robot's error recovery may take", unit="s", low=0.1, high=300.0
@@ -127,10 +140,10 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
     command_topic = declare_str(
         node,
         "command_topic",
-        "/joint_trajectory_controller/joint_trajectory",
-        "joint_trajectory_controller's command topic",
+        profile.controller.command_topic,
+        "the trajectory controller's command topic (the profile's by default)",
     )
-    controller = PandaController(
+    controller = ArmController(
         mode,
         limits,
         box,
@@ -141,6 +154,7 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
         **motion_options,
     )
     return PandaParameters(
+        profile=profile,
         controller=controller,
         box=box,
         command_lead_ns=command_lead_ns,

@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--robot",
+        default="panda",
+        help="the arm's profile: panda (default), fr3, ur5e (config/robots/) or the path of a profile file",
+    )
     parser.add_argument("--config", help="parameters YAML (default: config/panda_reach.yaml)")
     parser.add_argument("--total-timesteps", type=int, help="training steps (default: the config's)")
     parser.add_argument(
@@ -56,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--one-process",
         choices=("auto", "yes", "no"),
         default="auto",
-        help="run each mock Panda and its agent in one process (franka_agent.sim_robot); auto (default): yes under "
+        help="run each mock arm and its agent in one process (franka_agent.sim_robot); auto (default): yes under "
         "any timing model but wall, where the run is the same either way",
     )
     parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
@@ -186,14 +191,20 @@ def check_step_timing(args: argparse.Namespace) -> None:
 def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Every option and every file the job needs, before anything is created or started;
     Refusal naming the first that is wrong (test_pipeline_refusals.py)."""
+    from franka_agent.core.profile_file import load_profile
     from spin_decoupler_ros.core.think_time import TimingModel
     from spin_decoupler_ros.params import check_params_files
 
     check_ranges(args)
+    try:
+        load_profile(args.robot)
+    except ParameterError as exc:
+        raise Refusal(f"--robot: {exc}") from None
     if args.use_mock_hardware == "false":
         raise Refusal(
-            "--use-mock-hardware false: a real Panda is driven through franka_ros2, which this job cannot start; "
-            "use: ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=<ip>"
+            "--use-mock-hardware false: a real arm is driven through its driver, which this job cannot start; "
+            f"use: ros2 launch franka_agent panda_train.launch.py robot:={args.robot} use_mock_hardware:=false "
+            "robot_ip:=<ip>"
         )
     if args.evaluate and args.resume:
         raise Refusal("--evaluate and --resume exclude each other")
@@ -242,6 +253,7 @@ def start_nodes(
         agent_params=agent_params,
         timing_model=args.timing_model,
         one_process={"auto": None, "yes": True, "no": False}[args.one_process],
+        robot=args.robot,
     )
     # One agent: the trainer in its namespace (its client's names are relative); several:
     # the trainer at the root, each client naming its agent's namespace.
@@ -307,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         agent_params["rl_timestep"] = args.rl_timestep
     if args.control_rate is not None:
         agent_params["control_rate"] = args.control_rate
-    trainer_params: dict[str, object] = {"run_dir": str(run_dir)}
+    trainer_params: dict[str, object] = {"run_dir": str(run_dir), "robot": args.robot}
     if args.resume:
         trainer_params["resume"] = str(run_dir)
     if args.evaluate:
@@ -325,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
 
     speed = "flat out, in lockstep with the agent" if args.sim_speed == 0 else f"{args.sim_speed:g}x real time"
     print(
-        f"main job: Panda reach on the MuJoCo mock ({speed}, timing model {args.timing_model}); run folder {run_dir}",
+        f"main job: reach with the {args.robot} on the MuJoCo mock ({speed}, timing model {args.timing_model}); "
+        f"run folder {run_dir}",
         flush=True,
     )
     trainer_params["num_agents"] = args.num_agents

@@ -1,7 +1,7 @@
 """The reach task, on the RL side: reward and termination from the agent's observations.
 
 ``ReachTask`` holds the task itself (targets, observation, reward, success), shared by
-``PandaReachEnv`` (through the decoupler, the real thing) and the in-process env of the
+``ReachEnv`` (through the decoupler, the real thing) and the in-process env of the
 throughput benchmark, so both are one and the same task.
 """
 
@@ -15,10 +15,18 @@ from gymnasium import spaces
 
 from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
 
-TCP = slice(14, 17)  # the TCP position in the Panda agent's observation
-OBSERVATION_SIZE = 23
-ERROR = slice(20, 23)  # target - TCP in the task's observation, in decimetres
+# The arm agent's observation ends with the TCP position; the task's ends with the target
+# and the error (target - TCP, in decimetres): both are found from the end, whatever the
+# arm's number of joints.
+TCP = slice(-3, None)
+ERROR = slice(-3, None)
 ERROR_PER_METRE = 10.0
+
+
+def observation_size(dof: int) -> int:
+    """The task's observation for an arm of ``dof`` joints: the agent's (positions,
+    velocities, TCP), the target and the error."""
+    return 2 * dof + 3 + 3 + 3
 
 
 class ReachTask:
@@ -68,15 +76,15 @@ class ReachTask:
         return {"distance": distance, "is_success": distance < self.success_distance}
 
 
-class PandaReachEnv(DecoupledEnv):
-    """Bring the Panda's hand to a target drawn anew each episode.
+class ReachEnv(DecoupledEnv):
+    """Bring an arm's TCP to a target drawn anew each episode.
 
     The agent only moves the arm and reports its state (the ancestor's LunarLander
     pattern): targets, reward and termination live here.
 
-    ## Observation (23, float32)
-    The agent's 17 (joint positions, joint velocities, TCP position), the target (3,
-    m) and the target minus the TCP (3, in decimetres: order one, like the rest).
+    ## Observation (2 x joints + 9, float32; 23 for a 7-joint arm)
+    The agent's (joint positions, joint velocities, TCP position), the target (3, m)
+    and the target minus the TCP (3, in decimetres: order one, like the rest).
 
     ## Action
     The agent's: with ``action_mode: ee_delta``, a TCP displacement in [-1, 1]^3.
@@ -106,15 +114,14 @@ class PandaReachEnv(DecoupledEnv):
         max_episode_steps: int = 50,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            agent_namespace,
-            max_episode_steps=max_episode_steps,
-            observation_space=spaces.Box(-np.inf, np.inf, shape=(OBSERVATION_SIZE,), dtype=np.float32),
-            **kwargs,
-        )
-        if self.client.observation_size != 17:
-            size = self.client.observation_size
-            raise ValueError(f"the reach task needs the Panda agent's 17 observations, the agent gives {size}")
+        super().__init__(agent_namespace, max_episode_steps=max_episode_steps, **kwargs)
+        size = self.client.observation_size
+        if size < 9 or (size - 3) % 2:
+            raise ValueError(
+                f"the reach task needs an arm agent's observation (joint positions, velocities, TCP), "
+                f"the agent gives {size} values"
+            )
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(size + 6,), dtype=np.float32)
         self.task = ReachTask(target_low, target_high, success_distance, reward_per_metre)
 
     def new_episode(self) -> Sequence[float]:

@@ -1,21 +1,25 @@
-"""Pandas on a ROS graph: where each robot's topics and each agent live.
+"""Arms on a ROS graph: where each robot's topics and each agent live.
 
-franka_ros2 (and so the mock and the agent) use absolute names: ``/joint_states``,
-``/franka/joint_states``, ``/joint_trajectory_controller/joint_trajectory``, and the
-simulated ``/clock``. One robot keeps those names, and its agent and trainer live in
-``/panda`` (``SINGLE_AGENT_NAMESPACE``), so the decoupler's own names (``/panda/episode``,
-``/panda/status``, ...) cannot collide with other software's on a shared graph. For
-robot ``/panda1`` of several, every robot topic is remapped to ``/panda1/...`` in both
-its mock (or driver) and its agent, and both nodes run in ``/panda1``, where the RL side
-finds the agent's Episode action. Test: ``test_names.py``.
+A driver (and so the mock and the agent) uses absolute names, its profile's: the
+joint-state topics, the trajectory controller's command topic, and the simulated
+``/clock``. One robot keeps those names, and its agent and trainer live in ``/panda``
+(``SINGLE_AGENT_NAMESPACE``, whatever the arm), so the decoupler's own names
+(``/panda/episode``, ``/panda/status``, ...) cannot collide with other software's on a
+shared graph. For robot ``/panda1`` of several, every robot topic is remapped to
+``/panda1/...`` in both its mock (or driver) and its agent, and both nodes run in
+``/panda1``, where the RL side finds the agent's Episode action. Test: ``test_names.py``.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from franka_agent.core.profile import DriverRelease, RobotProfile
+from franka_agent.core.profile_file import load_profile
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.core.naming import agent_namespaces, join_name
 from spin_decoupler_ros.core.think_time import TimingModel
@@ -25,32 +29,55 @@ from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_ar
 # Think times of the reach task's SAC learner measured at real time (the mock at the
 # wall's pace, as on the arm), steps after learning_starts: bench/main_job.py records them.
 RECORDED_THINK_TIMES = "think_times_panda_sac.csv"
-ROBOT_TOPICS = (
-    "/joint_states",
-    "/franka/joint_states",
-    "/joint_trajectory_controller/joint_trajectory",
-    "/clock",
-)
 
 
-FRANKA_ROS2_FOR_PANDA = "franka_ros2 v0.1.0 (github.com/frankaemika/franka_ros2, tag v0.1.0, on Humble)"
-
-
-def require_real_robot_driver(package: str = "franka_bringup") -> None:
+def require_real_robot_driver(profile: RobotProfile, release: str | None = None) -> None:
     """Fail with what to install when the real arm's driver package is missing, before a
     launch file includes it (launch would only say "package not found").
 
-    Test: ``test_robots.py::test_a_missing_franka_bringup_is_named_with_the_release_to_install``."""
+    Test: ``test_robots.py::test_a_missing_driver_is_named_with_the_release_to_install``."""
     from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
+    driver = profile.driver(release)
     try:
-        get_package_share_directory(package)
+        get_package_share_directory(driver.package)
     except PackageNotFoundError:
         raise ParameterError(
-            f"use_mock_hardware:=false needs '{package}' from {FRANKA_ROS2_FOR_PANDA}, the driver "
-            f"of a Panda, and it is not installed in this ROS environment: build franka_ros2 v0.1.0 "
-            f"into your workspace and source it, or run on the mock (use_mock_hardware:=true)"
+            f"use_mock_hardware:=false needs '{driver.package}' from {driver.release} ({driver.notes}), the "
+            f"driver of the {profile.name} on ROS 2 {driver.distro.capitalize()}, and it is not installed in this "
+            f"ROS environment: build it into your workspace and source it, or run on the mock "
+            f"(use_mock_hardware:=true)"
         ) from None
+
+
+def driver_release(profile: RobotProfile, release: str = "") -> DriverRelease:
+    """The driver release to bring the arm up with: the one named, else the one for this
+    ROS 2 distribution ($ROS_DISTRO), else the profile's first."""
+    if release:
+        return profile.driver(release)
+    distro = os.environ.get("ROS_DISTRO", "")
+    return next((driver for driver in profile.drivers if driver.distro == distro), profile.drivers[0])
+
+
+def driver_arguments(driver: DriverRelease, robot_ip: str) -> dict[str, str]:
+    """The driver launch file's arguments: the profile's, ``$(find-pkg-share <package>)``
+    resolved, and the robot's address."""
+    from ament_index_python.packages import get_package_share_directory
+
+    def resolve(value: str) -> str:
+        return re.sub(r"\$\(find-pkg-share ([\w-]+)\)", lambda m: get_package_share_directory(m.group(1)), value)
+
+    return {**{name: resolve(value) for name, value in driver.arguments.items()}, "robot_ip": robot_ip}
+
+
+def write_controller_settings(profile: RobotProfile, path: Path) -> Path:
+    """The settings the profile's trajectory controller is loaded with (the spawner's
+    ``--param-file``), keyed ``/**``: Humble's spawner loads a file's ``/**`` entries and
+    the controller's exact name, nothing else."""
+    import yaml
+
+    path.write_text(yaml.safe_dump({"/**": {"ros__parameters": dict(profile.controller.settings)}}, sort_keys=False))
+    return path
 
 
 SINGLE_AGENT_NAMESPACE = "/panda"
@@ -69,12 +96,19 @@ def robot_namespaces(count: int) -> list[str]:
     return [""] if count == 1 else agent_namespaces(count, prefix="/panda")
 
 
-def robot_remaps(namespace: str) -> dict[str, str]:
+def robot_topics(profile: RobotProfile) -> tuple[str, ...]:
+    """The absolute topics of one robot: its joint states, its controller's commands, the
+    simulated clock."""
+    states = profile.joint_states
+    return tuple(dict.fromkeys((states.merged_topic, states.topic, profile.controller.command_topic, "/clock")))
+
+
+def robot_remaps(namespace: str, profile: RobotProfile) -> dict[str, str]:
     """Remappings that move one robot's topics under ``namespace`` (none for the root)."""
     namespace = namespace.rstrip("/")
     if not namespace:
         return {}
-    return {topic: f"{namespace}{topic}" for topic in ROBOT_TOPICS}
+    return {topic: f"{namespace}{topic}" for topic in robot_topics(profile)}
 
 
 def mock_recovery(mock_namespace: str) -> dict[str, object]:
@@ -129,6 +163,7 @@ def sim_robot_args(
     mock_params: Mapping[str, object],
     params_file: Path,
     agent_ns: str | None = None,
+    robot: str = "panda",
 ) -> list[str]:
     """``--ros-args`` for the robot in ``namespace`` as one process (``sim_robot.py``), its
     agent in ``agent_ns`` (default: ``agent_namespace``): the config, then ``params_file``
@@ -138,11 +173,11 @@ def sim_robot_args(
 
     agent_ns = agent_ns or agent_namespace(namespace)
     sections = {
-        join_name(namespace, "mock_hardware"): {"ros__parameters": dict(mock_params)},
-        join_name(agent_ns, "panda_agent"): {"ros__parameters": dict(agent_params)},
+        join_name(namespace, "mock_hardware"): {"ros__parameters": {"robot": robot, **mock_params}},
+        join_name(agent_ns, "panda_agent"): {"ros__parameters": {"robot": robot, **agent_params}},
     }
     params_file.write_text(yaml.safe_dump(sections, sort_keys=False))
-    args = ros_args(params_files=[config, params_file], remaps=robot_remaps(namespace))
+    args = ros_args(params_files=[config, params_file], remaps=robot_remaps(namespace, load_profile(robot)))
     if namespace.rstrip("/"):
         args += ["-r", f"mock_hardware:__ns:={namespace.rstrip('/')}"]
     return [*args, "-r", f"panda_agent:__ns:={agent_ns}"]
@@ -160,6 +195,7 @@ def start_mock_robots(
     timing_model: str = "wall",
     one_process: bool | None = None,
     ready_timeout: float = 60.0,
+    robot: str = "panda",
 ) -> list[str]:
     """Start ``count`` (MuJoCo mock, Panda agent) pairs, each robot in its namespace and
     its agent in ``agent_namespace`` of it, and wait until all run; return the agents'
@@ -167,8 +203,9 @@ def start_mock_robots(
     time unless ``agent_params`` sets ``use_sim_time`` false, under ``timing_model``
     (``timing_model_overrides``). Each pair is one process (``sim_robot.py``) with
     ``one_process``, by default under any timing model but ``wall`` (where the run does
-    not depend on it), else two. Raises RuntimeError with the log of a node that did not
-    start."""
+    not depend on it), else two. ``robot`` is the arm's profile (a name or a path). Raises
+    RuntimeError with the log of a node that did not start."""
+    profile = load_profile(robot)
     timing_agent, timing_mock = timing_model_overrides(timing_model, mock=True)
     if one_process is None:
         one_process = shares_one_process(timing_agent)
@@ -181,16 +218,25 @@ def start_mock_robots(
         agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
         mock_overrides = {"speed_factor": sim_speed, **mock_params}
         if one_process:
-            robot = NodeProcess(
+            pair = NodeProcess(
                 SIM_ROBOT_MODULE,
-                sim_robot_args(config, namespace, agent_overrides, mock_overrides, log_dir / f"sim_robot{suffix}.yaml"),
+                sim_robot_args(
+                    config,
+                    namespace,
+                    agent_overrides,
+                    mock_overrides,
+                    log_dir / f"sim_robot{suffix}.yaml",
+                    robot=robot,
+                ),
                 log_path=log_dir / f"sim_robot{suffix}.log",
                 label=f"sim_robot{suffix}",
             )
-            group.start(robot)
-            started += [(robot, "mock Panda ready"), (robot, "agent ready")]
+            group.start(pair)
+            started += [(pair, "mock arm ready"), (pair, "agent ready")]
             continue
-        common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace)}
+        common = {"namespace": namespace or None, "params_files": [config], "remaps": robot_remaps(namespace, profile)}
+        agent_overrides = {"robot": robot, **agent_overrides}
+        mock_overrides = {"robot": robot, **mock_overrides}
         mock = NodeProcess(
             "franka_agent.mock.mock_hardware_node",
             ros_args(params=mock_overrides, **common),  # type: ignore[arg-type]
@@ -203,7 +249,7 @@ def start_mock_robots(
             log_path=log_dir / f"panda_agent{suffix}.log",
             label=f"panda_agent{suffix}",
         )
-        started += [(group.start(mock), "mock Panda ready"), (group.start(agent), "agent ready")]
+        started += [(group.start(mock), "mock arm ready"), (group.start(agent), "agent ready")]
     for process, text in started:
         if not process.wait_for_log(text, timeout=ready_timeout):
             raise RuntimeError(f"{process.name} did not start; its log:\n{process.log_text()}")

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import sys
 
-from franka_agent.mock.mock_hardware_node import MockPandaHardware
+from franka_agent.mock.mock_hardware_node import MockArmHardware
 from franka_agent.panda_agent_node import PandaAgent
 from spin_decoupler_ros.node_runner import run_nodes
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_nodes([MockPandaHardware, PandaAgent], args)
+    return run_nodes([MockArmHardware, PandaAgent], args)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ import numpy as np
 from rclpy.node import Node
 
 from franka_agent.algorithms import ALGORITHMS, declare_hyperparameters, evaluate_policy, load_model, make_model
-from franka_agent.reach_task import PandaReachEnv
+from franka_agent.core.profile import RobotProfile
+from franka_agent.core.profile_file import load_profile
+from franka_agent.reach_task import ReachEnv
 from franka_agent.robots import robot_namespaces, robot_remaps
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.params import (
@@ -96,8 +98,15 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         reward_per_metre = declare_float(
             node, "reward_per_metre", 10.0, "reward = -this x distance (m)", low=1e-6, high=1e6
         )
-        target_low = declare_float_list(node, "target_low", [0.35, -0.25, 0.2], "target box lower corner (m)")
-        target_high = declare_float_list(node, "target_high", [0.6, 0.25, 0.55], "target box upper corner (m)")
+        profile = load_profile(
+            declare_str(node, "robot", "panda", "the arm's profile: panda, fr3, ur5e or a file's path")
+        )
+        target_low = declare_float_list(
+            node, "target_low", list(profile.target_low), "target box lower corner (m; the profile's by default)"
+        )
+        target_high = declare_float_list(
+            node, "target_high", list(profile.target_high), "target box upper corner (m; the profile's by default)"
+        )
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
         train_while_acting = declare_bool(
             node,
@@ -203,8 +212,8 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
 
     torch.set_num_threads(torch_threads)
 
-    def make_env(client: RLClient) -> PandaReachEnv:
-        return PandaReachEnv(
+    def make_env(client: RLClient) -> ReachEnv:
+        return ReachEnv(
             client=client,
             target_low=target_low,
             target_high=target_high,
@@ -226,13 +235,15 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         closing: Any = env
     else:
         vec_env = DecoupledVecEnv(make_env, namespaces, rl_node=rl_node, connect_timeout=60.0)
-        env, train_env, closing = cast(PandaReachEnv, vec_env.envs[0]), VecMonitor(vec_env), vec_env
+        env, train_env, closing = cast(ReachEnv, vec_env.envs[0]), VecMonitor(vec_env), vec_env
         client = env.client
         log.info(f"{num_agents} agents: {', '.join(namespaces)}")
     if not (run_dir / "README.md").exists():
         (run_dir / "README.md").write_text(RUN_FOLDER_README)
     recorder = (
-        start_recording(run_dir, rl_node.node, clients_of(closing, client), namespaces, record_joint_states_every)
+        start_recording(
+            run_dir, rl_node.node, clients_of(closing, client), namespaces, record_joint_states_every, profile
+        )
         if record
         else None
     )
@@ -380,7 +391,12 @@ def clients_of(closing: Any, client: RLClient) -> list[RLClient]:
 
 
 def start_recording(
-    run_dir: Path, node: Node, clients: list[RLClient], namespaces: list[str], joint_states_every: int
+    run_dir: Path,
+    node: Node,
+    clients: list[RLClient],
+    namespaces: list[str],
+    joint_states_every: int,
+    profile: RobotProfile,
 ) -> RunRecorder:
     """run.mcap (run.N.mcap for a resumed run): each agent's traffic, and each robot's joint
     states (one in ``joint_states_every``) and the trajectories its agent sends."""
@@ -391,11 +407,13 @@ def start_recording(
     recorder = record_clients(run_dir, clients)
     commands_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
     for namespace in namespaces:
-        remaps = robot_remaps(namespace)
+        remaps = robot_remaps(namespace, profile)
         if joint_states_every:
-            topic = remaps.get("/joint_states", "/joint_states")
-            recorder.record_topic(node, topic, "sensor_msgs/msg/JointState", every=joint_states_every)
-        commands = "/joint_trajectory_controller/joint_trajectory"
+            states = profile.joint_states.merged_topic
+            recorder.record_topic(
+                node, remaps.get(states, states), "sensor_msgs/msg/JointState", every=joint_states_every
+            )
+        commands = profile.controller.command_topic
         recorder.record_topic(
             node, remaps.get(commands, commands), "trajectory_msgs/msg/JointTrajectory", qos=commands_qos
         )

@@ -1,17 +1,19 @@
-"""The agent side of the Panda pipeline: the robot (MuJoCo mock or a real Panda through
-franka_ros2) and the Panda agent node. Start this on the robot's computer; start
+"""The agent side of the reach pipeline: the robot (MuJoCo mock or a real arm through its
+driver) and the arm agent node. Start this on the robot's computer; start
 panda_rl.launch.py wherever the learner runs (see README: two hosts).
 
-    ros2 launch franka_agent panda_agent.launch.py                      # mock hardware
-    ros2 launch franka_agent panda_agent.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
+    ros2 launch franka_agent panda_agent.launch.py                      # mock Panda
+    ros2 launch franka_agent panda_agent.launch.py robot:=fr3           # mock FR3 (panda, fr3, ur5e, a file)
+    ros2 launch franka_agent panda_agent.launch.py robot:=fr3 use_mock_hardware:=false robot_ip:=172.16.0.2
     ros2 launch franka_agent panda_agent.launch.py start_state:=inactive
     ros2 lifecycle set /panda/panda_agent activate                      # then, to serve the learner
 
-With use_mock_hardware:=false this includes franka_bringup's franka.launch.py
-(franka_ros2 v0.1.0, the release that drives a Panda) and spawns its
-joint_trajectory_controller, the controller the agent commands, with
-config/panda_jtc.yaml (new trajectories start from the commanded state). On the mock under
-any timing model but wall, the mock and the agent run in one process (``sim_panda``,
+``robot`` names the arm's profile (config/robots/, docs/robots.md). With
+use_mock_hardware:=false this includes the profile's driver bring-up (for this ROS 2
+distribution, or ``driver_release``) with that release's arguments, and spawns the
+trajectory controller the agent commands with the settings the profile gives it (new
+trajectories start from the commanded state). On the mock under any timing model but
+wall, the mock and the agent run in one process (``sim_panda``,
 franka_agent/sim_robot.py), as ``./ws main`` runs them.
 """
 
@@ -19,7 +21,6 @@ from pathlib import Path
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
-from launch.conditions import UnlessCondition
 from launch.launch_context import LaunchContext
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.logging import launch_config
@@ -27,8 +28,11 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from franka_agent.core.profile_file import load_profile
 from franka_agent.launch_arguments import config_and_namespace
 from franka_agent.robots import (
+    driver_arguments,
+    driver_release,
     mock_recovery,
     require_real_robot_driver,
     robot_namespaces,
@@ -36,16 +40,36 @@ from franka_agent.robots import (
     shares_one_process,
     sim_robot_args,
     timing_model_overrides,
+    write_controller_settings,
 )
 
 
-def _require_robot_ip(context: LaunchContext) -> list[object]:
-    mock = LaunchConfiguration("use_mock_hardware").perform(context).lower() == "true"
-    if not mock and not LaunchConfiguration("robot_ip").perform(context):
+def _driver(context: LaunchContext) -> list[object]:
+    """On a real arm: the profile's driver bring-up, then its trajectory controller spawned
+    with the settings the profile gives it."""
+    if LaunchConfiguration("use_mock_hardware").perform(context).lower() == "true":
+        return []
+    robot_ip = LaunchConfiguration("robot_ip").perform(context)
+    if not robot_ip:
         raise RuntimeError("robot_ip is required with use_mock_hardware:=false (e.g. robot_ip:=172.16.0.2)")
-    if not mock:
-        require_real_robot_driver()
-    return []
+    profile = load_profile(LaunchConfiguration("robot").perform(context))
+    driver = driver_release(profile, LaunchConfiguration("driver_release").perform(context))
+    require_real_robot_driver(profile, driver.release)
+    settings = write_controller_settings(profile, Path(launch_config.log_dir) / f"{profile.controller.name}.yaml")
+    return [
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(
+                PathJoinSubstitution([FindPackageShare(driver.package), "launch", driver.launch_file])
+            ),
+            launch_arguments=driver_arguments(driver, robot_ip).items(),
+        ),
+        Node(
+            package="controller_manager",
+            executable="spawner",
+            arguments=[profile.controller.name, "--param-file", str(settings)],
+            output="screen",
+        ),
+    ]
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
@@ -54,7 +78,10 @@ def _nodes(context: LaunchContext) -> list[Node]:
     count = int(LaunchConfiguration("num_agents").perform(context))
     if count > 1 and not mock:
         raise RuntimeError("num_agents > 1 needs use_mock_hardware:=true (one launch per real robot, each namespaced)")
+    robot = LaunchConfiguration("robot").perform(context)
+    profile = load_profile(robot)
     agent_overrides: dict[str, object] = {
+        "robot": robot,
         "use_sim_time": mock,
         "start_state": LaunchConfiguration("start_state").perform(context),
     }
@@ -62,7 +89,10 @@ def _nodes(context: LaunchContext) -> list[Node]:
         value = LaunchConfiguration(name).perform(context)
         if value:
             agent_overrides[name] = float(value)
-    mock_overrides: dict[str, object] = {"speed_factor": float(LaunchConfiguration("sim_speed").perform(context))}
+    mock_overrides: dict[str, object] = {
+        "robot": robot,
+        "speed_factor": float(LaunchConfiguration("sim_speed").perform(context)),
+    }
     timing_agent, timing_mock = timing_model_overrides(LaunchConfiguration("timing_model").perform(context), mock=mock)
     agent_overrides.update(timing_agent)
     mock_overrides.update(timing_mock)
@@ -71,7 +101,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
     namespaces = robot_namespaces(count) if count > 1 else [LaunchConfiguration("namespace").perform(context)]
     nodes = []
     for namespace in namespaces:
-        remappings = list(robot_remaps(namespace).items()) if count > 1 else []
+        remappings = list(robot_remaps(namespace, profile).items()) if count > 1 else []
         mock_namespace = namespace if count > 1 else ""
         recovery = mock_recovery(mock_namespace) if mock else {}
         if mock and shares_one_process(timing_agent):
@@ -79,7 +109,9 @@ def _nodes(context: LaunchContext) -> list[Node]:
             suffix = namespace.replace("/", "_")
             params_file = Path(launch_config.log_dir) / f"sim_robot{suffix}.yaml"
             agent_params = {**agent_overrides, **recovery}
-            args = sim_robot_args(Path(config), mock_namespace, agent_params, mock_overrides, params_file, namespace)
+            args = sim_robot_args(
+                Path(config), mock_namespace, agent_params, mock_overrides, params_file, namespace, robot=robot
+            )
             nodes.append(Node(package="franka_agent", executable="sim_panda", ros_arguments=args[1:], output="screen"))
             continue
         nodes.append(
@@ -109,26 +141,27 @@ def _nodes(context: LaunchContext) -> list[Node]:
 
 
 def generate_launch_description() -> LaunchDescription:
-    use_mock_hardware = LaunchConfiguration("use_mock_hardware")
     return LaunchDescription(
         [
             DeclareLaunchArgument(
                 "use_mock_hardware",
                 default_value="true",
-                description="true: a MuJoCo Panda stands in for the robot; false: a real Panda via franka_ros2",
+                description="true: a MuJoCo model of the arm stands in for it; false: the real arm via its driver",
             ),
             DeclareLaunchArgument(
-                "robot_ip", default_value="", description="the Panda's IP or hostname (required when not mock)"
+                "robot_ip", default_value="", description="the arm's IP or hostname (required when not mock)"
             ),
             DeclareLaunchArgument(
-                "load_gripper", default_value="true", description="real robot: load the Franka Hand (franka_gripper)"
+                "driver_release",
+                default_value="",
+                description="real robot: the profile's driver release or distribution to bring up (empty: the one "
+                "for $ROS_DISTRO, else the profile's first)",
             ),
-            DeclareLaunchArgument("use_rviz", default_value="false", description="real robot: start RViz"),
             *config_and_namespace(),
             DeclareLaunchArgument(
                 "num_agents",
                 default_value="1",
-                description="mock only: this many mock Pandas and agents, in /panda0, /panda1, ...",
+                description="mock only: this many mock arms and agents, in /panda0, /panda1, ...",
             ),
             DeclareLaunchArgument(
                 "rl_timestep", default_value="", description="seconds per RL step (empty: the config's)"
@@ -155,31 +188,7 @@ def generate_launch_description() -> LaunchDescription:
                 description="the agent's lifecycle state at start; inactive: it holds the arm until an operator "
                 "runs ros2 lifecycle set <namespace>/panda_agent activate",
             ),
-            OpaqueFunction(function=_require_robot_ip),
-            IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(
-                    PathJoinSubstitution([FindPackageShare("franka_bringup"), "launch", "franka.launch.py"])
-                ),
-                launch_arguments={
-                    "robot_ip": LaunchConfiguration("robot_ip"),
-                    "load_gripper": LaunchConfiguration("load_gripper"),
-                    "use_fake_hardware": "false",
-                    "use_rviz": LaunchConfiguration("use_rviz"),
-                }.items(),
-                condition=UnlessCondition(use_mock_hardware),
-            ),
-            Node(
-                package="controller_manager",
-                executable="spawner",
-                # Start each new trajectory from the commanded state (config/panda_jtc.yaml).
-                arguments=[
-                    "joint_trajectory_controller",
-                    "--param-file",
-                    PathJoinSubstitution([FindPackageShare("franka_agent"), "config", "panda_jtc.yaml"]),
-                ],
-                output="screen",
-                condition=UnlessCondition(use_mock_hardware),
-            ),
+            OpaqueFunction(function=_driver),
             OpaqueFunction(function=_nodes),
         ]
     )

@@ -23,6 +23,7 @@ _OVERRIDES = {
     "num_agents": int,
     "checkpoint_every": int,
     "resume": str,
+    "robot": str,
 }
 
 

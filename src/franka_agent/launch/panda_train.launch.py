@@ -1,11 +1,13 @@
-"""The whole Panda pipeline on one machine: robot (mock or real), agent, and trainer.
+"""The whole reach pipeline on one machine: robot (mock or real), agent, and trainer.
 
-    ros2 launch franka_agent panda_train.launch.py                       # MuJoCo mock, flat out
-    ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false robot_ip:=172.16.0.2
+    ros2 launch franka_agent panda_train.launch.py                       # MuJoCo mock Panda, flat out
+    ros2 launch franka_agent panda_train.launch.py robot:=ur5e           # another arm's profile
+    ros2 launch franka_agent panda_train.launch.py robot:=fr3 use_mock_hardware:=false robot_ip:=172.16.0.2
 
-``use_mock_hardware`` swaps the real Panda (franka_ros2) for the MuJoCo mock; nothing
-else changes. Launch ends when training ends. ``./ws main`` starts the same processes
-where ros2 launch is not installed.
+``robot`` selects the arm's profile for the agent, the mock, the task and the trainer;
+``use_mock_hardware`` swaps the real arm (its driver) for the MuJoCo mock; nothing else
+changes. Launch ends when training ends. ``./ws main`` starts the same processes where
+ros2 launch is not installed.
 """
 
 from launch import LaunchDescription
@@ -15,17 +17,17 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, This
 from launch_ros.substitutions import FindPackageShare
 
 _ARGUMENTS = {
-    "use_mock_hardware": ("true", "true: MuJoCo mock Panda; false: a real Panda via franka_ros2 v0.1.0"),
-    "robot_ip": ("", "the Panda's IP or hostname (required when use_mock_hardware is false)"),
-    "load_gripper": ("true", "real robot: load the Franka Hand"),
-    "use_rviz": ("false", "real robot: start RViz"),
+    "robot": ("panda", "the arm's profile: panda, fr3, ur5e (config/robots/) or the path of a profile file"),
+    "use_mock_hardware": ("true", "true: a MuJoCo model of the arm; false: the real arm via its profile's driver"),
+    "robot_ip": ("", "the arm's IP or hostname (required when use_mock_hardware is false)"),
+    "driver_release": ("", "real robot: the profile's driver release (empty: the one for $ROS_DISTRO)"),
     "rl_timestep": ("", "seconds per RL step (empty: the config's)"),
     "control_rate": ("", "agent control loop, Hz (empty: the config's)"),
     "sim_speed": ("0.0", "mock only: simulated seconds per wall second (0: as fast as the agent, in lockstep)"),
     "timing_model": (
         "",
         "how long the mock's world runs on while the learner thinks (docs/time_models.md); empty: on the mock, "
-        "replay of this learner's think times at real time; on a real Panda, wall",
+        "replay of this learner's think times at real time; on a real arm, wall",
     ),
     "total_timesteps": ("", "training steps (empty: the config's)"),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
@@ -39,10 +41,10 @@ _ARGUMENTS = {
     "resume": ("", "a run folder to go on with from its latest checkpoint (give the run's other arguments again)"),
     "namespace": (
         "/panda",
-        "one robot: the namespace of its agent and the trainer (the robot keeps franka_ros2's names)",
+        "one robot: the namespace of its agent and the trainer (the robot keeps its driver's names)",
     ),
     "start_state": ("active", "the agent's lifecycle state at start (inactive: the trainer waits for an activate)"),
-    "num_agents": ("1", "mock only: mock Pandas and agents trained on at once, in /panda0, /panda1, ..."),
+    "num_agents": ("1", "mock only: mock arms and agents trained on at once, in /panda0, /panda1, ..."),
 }
 
 
@@ -66,10 +68,10 @@ def generate_launch_description() -> LaunchDescription:
     agent_side = include(
         "panda_agent.launch.py",
         (
+            "robot",
             "use_mock_hardware",
             "robot_ip",
-            "load_gripper",
-            "use_rviz",
+            "driver_release",
             "config",
             "namespace",
             "rl_timestep",
@@ -83,6 +85,7 @@ def generate_launch_description() -> LaunchDescription:
     rl_side = include(
         "panda_rl.launch.py",
         (
+            "robot",
             "config",
             "namespace",
             "total_timesteps",

@@ -1,4 +1,4 @@
-"""PandaController when commands come late or the agent stalls: nothing up to the lead
+"""ArmController when commands come late or the agent stalls: nothing up to the lead
 bends the motion, and after an uncertain command it plans on from the arm at rest (the
 Link table). Without ROS."""
 
@@ -11,30 +11,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core import panda
 from franka_agent.core.command_check import Violation, command_violations
-from franka_agent.core.controller import LINK_NEXT, SETTLE_NS, Link, PandaController, link_may_go
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.controller import LINK_NEXT, SETTLE_NS, ArmController, Link, link_may_go
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.sim import PandaSim
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import ArmSim
 from franka_agent.inprocess_env import _points
+
+PANDA = load_profile("panda")
 
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 PERIOD = 10_000_000  # 100 Hz
 MS = 1_000_000
 
 
-def controller(**kwargs: object) -> PandaController:
-    return PandaController("ee_delta", MotionLimits(acceleration_fraction=1.0), BOX, PERIOD, **kwargs)  # type: ignore[arg-type]
+def controller(**kwargs: object) -> ArmController:
+    return ArmController("ee_delta", MotionLimits(PANDA, acceleration_fraction=1.0), BOX, PERIOD, **kwargs)  # type: ignore[arg-type]
 
 
-def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[Violation], PandaSim]:
+def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[Violation], ArmSim]:
     """The controller commanding the simulated arm as the agent commands the mock, except
     that before tick k in ``stalls`` it sends nothing for that many periods while the
     arm runs on. Returns what the controller model found beyond a limit, and the sim."""
-    sim = PandaSim()
-    kinematics = PandaKinematics()
-    c = PandaController(mode, MotionLimits(acceleration_fraction=1.0), BOX, PERIOD)
+    sim = ArmSim(PANDA)
+    kinematics = ArmKinematics(PANDA)
+    c = ArmController(mode, MotionLimits(PANDA, acceleration_fraction=1.0), BOX, PERIOD)
     c.start(sim.q, 0)
     rng = np.random.default_rng(1)
     found: list[Violation] = []
@@ -89,9 +91,9 @@ def run_late_and_stalled(
     off the millisecond grid); actions, holds and resets come at random. Returns what
     the joint controller commanded beyond a limit, and any point outside the box."""
     rng = np.random.default_rng(seed)
-    sim = PandaSim()
-    kinematics = PandaKinematics()
-    c = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD, lead_periods=lead_periods)
+    sim = ArmSim(PANDA)
+    kinematics = ArmKinematics(PANDA)
+    c = ArmController(mode, MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD, lead_periods=lead_periods)
     c.start(sim.q, 0)
     found: list[Violation] = []
     in_flight: list[tuple[int, int, list]] = []  # (arrival, stamp, points), in arrival order
@@ -103,7 +105,7 @@ def run_late_and_stalled(
         elif event < 0.17:
             c.hold()
         elif event < 0.18:
-            c.begin_reset(int(rng.integers(100)), np.zeros(0), None, np.zeros(panda.DOF))
+            c.begin_reset(int(rng.integers(100)), np.zeros(0), None, np.zeros(PANDA.dof))
         lateness = int(rng.integers(0, max_lateness_ns + 1))
         stale = int(rng.integers(0, lateness + 1))  # the part from a clock that lags
         reading_ns = max(reading_ns, tick_ns - stale)  # a clock never runs backwards
@@ -130,7 +132,7 @@ def run_late_and_stalled(
     lead_periods=st.integers(1, 4),
 )
 def test_no_delay_or_stall_up_to_the_lead_breaks_a_limit(seed: int, mode: str, lead_periods: int) -> None:
-    """The invariant of the command design (see PandaController): whatever makes a
+    """The invariant of the command design (see ArmController): whatever makes a
     command late at the joint controller, by less than the lead, and whatever stalls the
     agent, what the controller commands stays within the Panda's position, velocity
     and acceleration limits, update by update, and every point in the box."""
@@ -152,8 +154,8 @@ def test_after_an_uncertain_command_the_agent_replans_from_the_arm_at_rest(reach
     it systematically lands there, right after an observation goes out): the controller
     follows it, or the one before (it came too late and was refused). Once both have
     ended, the next commands go on from where the arm rests, without a jump."""
-    sim = PandaSim()
-    c = PandaController("joint_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    sim = ArmSim(PANDA)
+    c = ArmController("joint_delta", MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.act(np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0]))
     now = _command_for(c, sim, 0, 12)  # at speed
@@ -182,8 +184,8 @@ def test_a_replan_from_a_measured_rest_bridges_the_tracking_error_within_the_lim
     that starts from the measured rest must let the controller get there within the
     limits: its first point comes BRIDGE_NS on. (Planned from the next lead instead, a
     0.7 mrad error demanded 8.5 rad/s^2 of a 7.5 limit: the stress gate, busy core.)"""
-    sim = PandaSim()
-    c = PandaController("joint_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    sim = ArmSim(PANDA)
+    c = ArmController("joint_delta", MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.act(np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0]))
     now = 0
@@ -197,7 +199,7 @@ def test_a_replan_from_a_measured_rest_bridges_the_tracking_error_within_the_lim
     assert sim.violations == []
 
 
-def _command_for(c: PandaController, sim: PandaSim, now: int, ticks: int) -> int:
+def _command_for(c: ArmController, sim: ArmSim, now: int, ticks: int) -> int:
     """``ticks`` control periods of commands, each taken by the simulated controller;
     returns the time after them."""
     for _ in range(ticks):
@@ -209,8 +211,8 @@ def _command_for(c: PandaController, sim: PandaSim, now: int, ticks: int) -> int
 
 
 def test_an_uncertain_command_is_not_decided_while_the_arm_moves() -> None:
-    sim = PandaSim()
-    c = PandaController("ee_delta", MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    sim = ArmSim(PANDA)
+    c = ArmController("ee_delta", MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.act(np.array([1.0, -1.0, -1.0]))
     for k in range(30):
@@ -227,7 +229,7 @@ def test_a_replanned_hold_stays_where_the_arm_is() -> None:
     arm's own configuration, joint by joint: nothing drifts through the IK's null space
     (a controller that comes back holding where the arm is must not see a jump)."""
     c = controller()
-    q = panda.HOME + 0.1
+    q = PANDA.home + 0.1
     c.start(q, 0)
     for k in range(10):
         c.act(np.array([1.0 if (k // 3) % 2 == 0 else -1.0, 0.0, 0.0]))
@@ -265,7 +267,7 @@ def test_whatever_the_agent_does_the_link_keeps_to_its_table(moves: list[str]) -
     unless uncertain (then only once the arm rests), a command withdrawn right after it
     was made, stalls, re-plans. Every change of the link is one LINK_NEXT allows (a
     defect would raise), and uncertain means something was sent."""
-    sim = PandaSim()
+    sim = ArmSim(PANDA)
     c = controller()
     c.start(sim.q, 0)
     c.act(np.ones(3))
@@ -277,7 +279,7 @@ def test_whatever_the_agent_does_the_link_keeps_to_its_table(moves: list[str]) -
         elif move == "replan":
             c.replan_from(sim.q)
         elif move == "rest" or c.uncertain:
-            c.settle_uncertainty(sim.q, np.zeros(panda.DOF), now + 10 * SETTLE_NS)
+            c.settle_uncertainty(sim.q, np.zeros(PANDA.dof), now + 10 * SETTLE_NS)
         else:
             assert c.command(now) is not None
             if move == "withdrawn":

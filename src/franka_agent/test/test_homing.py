@@ -10,12 +10,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core import panda
 from franka_agent.core.homing import HOMING_NEXT, Homing, homing_may_go, joint_route_search
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.motion import ArmMotion
+from franka_agent.core.profile_file import load_profile
 from franka_agent.core.reference import ReferenceGenerator, rest_to_rest_path
+
+PANDA = load_profile("panda")
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -24,11 +26,11 @@ BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 
 
 def test_the_joint_move_checked_for_routes_is_the_one_the_reference_takes() -> None:
-    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8)
     rng = np.random.default_rng(0)
     for _ in range(20):
-        q = np.clip(panda.HOME + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
-        goal = np.clip(panda.HOME + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
+        q = np.clip(PANDA.home + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
+        goal = np.clip(PANDA.home + rng.uniform(-1.0, 1.0, 7), limits.lower, limits.upper)
         still = rng.random(7) < 0.3
         goal[still] = q[still]  # joints with nothing to do
         times, path, velocities = rest_to_rest_path(q, goal, limits, 50)
@@ -59,10 +61,10 @@ def plan_joint_route(*args: object) -> list[np.ndarray] | None:
 
 
 def test_a_joint_route_keeps_the_hand_in_the_box_where_the_direct_move_would_not() -> None:
-    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
-    kinematics = PandaKinematics()
+    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8)
+    kinematics = ArmKinematics(PANDA)
     box = BOX.shrunk(0.01)
-    home = panda.HOME.copy()
+    home = PANDA.home.copy()
     assert plan_joint_route(home, home + 0.1, limits, box, kinematics) == [pytest.approx(home + 0.1)]
     # A posture whose hand is where the start pose's is, but on the far side of the arm.
     posture = np.array([-2.32, 1.43, 1.31, -3.02, -1.66, 3.7, 0.73])
@@ -96,8 +98,8 @@ def test_a_reset_route_is_one_the_box_guard_lets_through() -> None:
     the box, but braking from 1.1 rad/s on the way would not, so the guard braked, and from
     rest there every step towards the goal took the hand out: held 2.1 rad short for good
     (a fuzz run's reset, after adversarial joint actions)."""
-    limits = MotionLimits()
-    kinematics = PandaKinematics()
+    limits = MotionLimits(PANDA)
+    kinematics = ArmKinematics(PANDA)
     start = np.array([0.837, -0.084, -0.62, -2.295, -2.119, 0.069, -0.401])
     goal = np.array([0.095, -0.805, 0.011, -2.256, 0.011, 1.527, 0.788])
     route_box = BOX.shrunk(0.01)
@@ -119,13 +121,13 @@ def test_a_reset_reaches_its_start_pose_from_wherever_actions_left_the_arm(seed:
     with the arm still moving: it comes to rest at its start pose within the agent's
     reset_timeout, whatever the posture the actions left."""
     rng = np.random.default_rng(seed)
-    motion = ArmMotion(mode, MotionLimits(), BOX, panda.HOME)
+    motion = ArmMotion(mode, MotionLimits(PANDA), BOX, PANDA.home)
     for _ in range(int(rng.integers(10, 60))):
         size = motion.action_size
         motion.act(rng.choice([-1.0, 1.0], size=size) if rng.random() < 0.5 else rng.uniform(-1.0, 1.0, size))
         for _ in range(int(rng.integers(5, 25))):
             motion.step(0.01)
-    goal = panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF)
+    goal = PANDA.home + rng.uniform(-0.1, 0.1, PANDA.dof)
     assert settle_home(motion, goal) is not None, (np.round(motion.q, 3).tolist(), motion.homing)
 
 
@@ -148,7 +150,7 @@ def test_homing_goes_only_where_its_table_says() -> None:
     for a in Homing:
         for b in Homing:
             assert homing_may_go(a, b) == ((a, b) in allowed)
-            motion = ArmMotion("joint_delta", MotionLimits(), BOX, panda.HOME)
+            motion = ArmMotion("joint_delta", MotionLimits(PANDA), BOX, PANDA.home)
             motion.homing = a
             if (a, b) in allowed:
                 motion._enter(b)
@@ -169,8 +171,8 @@ def test_homing_without_a_route_walks_every_phase_of_its_table(monkeypatch: pyte
         return None
 
     monkeypatch.setattr(motion_module, "joint_route_search", no_route)
-    motion = TracedMotion("joint_delta", MotionLimits(), BOX, panda.HOME + 0.3)
-    assert settle_home(motion, panda.HOME) is not None
+    motion = TracedMotion("joint_delta", MotionLimits(PANDA), BOX, PANDA.home + 0.3)
+    assert settle_home(motion, PANDA.home) is not None
     assert [b for _, b in motion.transitions] == [
         Homing.STOP,
         Homing.SEARCH,
@@ -188,13 +190,13 @@ def test_homing_without_a_route_walks_every_phase_of_its_table(monkeypatch: pyte
 @given(seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["ee_delta", "joint_delta"]))
 def test_a_reset_from_anywhere_follows_the_homing_table_and_ends_idle(seed: int, mode: str) -> None:
     rng = np.random.default_rng(seed)
-    motion = TracedMotion(mode, MotionLimits(), BOX, panda.HOME)
+    motion = TracedMotion(mode, MotionLimits(PANDA), BOX, PANDA.home)
     for _ in range(int(rng.integers(5, 30))):
         motion.act(rng.uniform(-1.0, 1.0, motion.action_size))
         for _ in range(int(rng.integers(5, 25))):
             motion.step(0.01)
     motion.transitions.clear()
-    assert settle_home(motion, panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF)) is not None
+    assert settle_home(motion, PANDA.home + rng.uniform(-0.1, 0.1, PANDA.dof)) is not None
     phases = [b for _, b in motion.transitions]
     assert phases[0] is Homing.STOP and phases[-1] is Homing.IDLE and motion.homing is Homing.IDLE
     assert all(homing_may_go(a, b) for a, b in motion.transitions)

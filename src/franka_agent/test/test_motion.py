@@ -8,12 +8,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core import panda
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.motion import ArmMotion
+from franka_agent.core.profile_file import load_profile
 from franka_agent.core.reference import ReferenceGenerator, braking_knots
 from franka_agent.core.trajectory import sample_knots
+
+PANDA = load_profile("panda")
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -32,11 +34,11 @@ def _check_limits(limits: MotionLimits, qs: np.ndarray, vs: np.ndarray, dt: floa
 @given(seed=st.integers(0, 2**31 - 1), dt=st.sampled_from([0.002, 0.01]))
 def test_reference_never_exceeds_position_velocity_or_acceleration_limits(seed: int, dt: float) -> None:
     rng = np.random.default_rng(seed)
-    limits = MotionLimits()
-    reference = ReferenceGenerator(limits.joints, panda.HOME)
+    limits = MotionLimits(PANDA)
+    reference = ReferenceGenerator(limits.joints, PANDA.home)
     qs, vs = [reference.q], [reference.v]
     for _ in range(60):  # adversarial goals: anywhere, even outside the limits, switched often
-        reference.set_goal(rng.uniform(panda.LOWER - 1.0, panda.UPPER + 1.0))
+        reference.set_goal(rng.uniform(PANDA.limits.lower - 1.0, PANDA.limits.upper + 1.0))
         for _ in range(int(rng.integers(1, 15))):
             q, v = reference.step(dt)
             qs.append(q)
@@ -45,11 +47,11 @@ def test_reference_never_exceeds_position_velocity_or_acceleration_limits(seed: 
 
 
 def test_reference_reaches_its_goal_without_overshoot() -> None:
-    limits = MotionLimits()
-    reference = ReferenceGenerator(limits.joints, panda.HOME)
-    goal = panda.HOME + np.array([0.3, -0.2, 0.25, 0.2, -0.3, 0.15, 0.4])
+    limits = MotionLimits(PANDA)
+    reference = ReferenceGenerator(limits.joints, PANDA.home)
+    goal = PANDA.home + np.array([0.3, -0.2, 0.25, 0.2, -0.3, 0.15, 0.4])
     reference.set_goal(goal)
-    low, high = np.minimum(panda.HOME, goal), np.maximum(panda.HOME, goal)
+    low, high = np.minimum(PANDA.home, goal), np.maximum(PANDA.home, goal)
     for _ in range(500):
         q, _ = reference.step(0.01)
         assert np.all(q >= low - 1e-9) and np.all(q <= high + 1e-9)
@@ -58,9 +60,9 @@ def test_reference_reaches_its_goal_without_overshoot() -> None:
 
 
 def test_stop_brakes_within_acceleration_limits_and_holds() -> None:
-    limits = MotionLimits()
-    reference = ReferenceGenerator(limits.joints, panda.HOME)
-    reference.set_goal(panda.HOME + 1.0)
+    limits = MotionLimits(PANDA)
+    reference = ReferenceGenerator(limits.joints, PANDA.home)
+    reference.set_goal(PANDA.home + 1.0)
     for _ in range(20):
         reference.step(0.01)
     assert np.any(np.abs(reference.v) > 0.1)
@@ -76,15 +78,15 @@ def test_stop_brakes_within_acceleration_limits_and_holds() -> None:
 def test_ee_delta_actions_move_the_hand_straight_along_the_commanded_axis() -> None:
     for axis in range(3):
         for sign in (-1.0, 1.0):
-            arm = ArmMotion("ee_delta", MotionLimits(acceleration_fraction=1.0), BOX, panda.HOME)
-            start = panda.ee_position(arm.q)
+            arm = ArmMotion("ee_delta", MotionLimits(PANDA, acceleration_fraction=1.0), BOX, PANDA.home)
+            start = PANDA.tcp_position(arm.q)
             action = np.zeros(3)
             action[axis] = sign
             for _ in range(6):  # six RL steps of 0.1 s at 100 Hz
                 arm.act(action)
                 for _ in range(10):
                     arm.step(0.01)
-            moved = panda.ee_position(arm.q) - start
+            moved = PANDA.tcp_position(arm.q) - start
             assert moved[axis] * sign > 0.08, (axis, sign, moved)
             assert np.linalg.norm(np.delete(moved, axis)) < 0.015, (axis, sign, moved)
 
@@ -99,8 +101,8 @@ def test_adversarial_actions_never_take_commands_out_of_the_limits_or_the_box(
     seed: int, mode: str, pattern: str
 ) -> None:
     rng = np.random.default_rng(seed)
-    limits = MotionLimits(acceleration_fraction=1.0)
-    arm = ArmMotion(mode, limits, BOX, panda.HOME)
+    limits = MotionLimits(PANDA, acceleration_fraction=1.0)
+    arm = ArmMotion(mode, limits, BOX, PANDA.home)
     qs, vs = [arm.q], [arm.v]
     action = rng.choice([-1.0, 1.0], size=arm.action_size)
     for _ in range(80):
@@ -118,7 +120,7 @@ def test_adversarial_actions_never_take_commands_out_of_the_limits_or_the_box(
             q, v = arm.step(0.01)
             qs.append(q)
             vs.append(v)
-            assert BOX.contains(panda.ee_position(q), tolerance=1e-4), panda.ee_position(q)
+            assert BOX.contains(PANDA.tcp_position(q), tolerance=1e-4), PANDA.tcp_position(q)
     _check_limits(limits, np.array(qs), np.array(vs), 0.01)
 
 
@@ -126,19 +128,19 @@ def test_adversarial_actions_never_take_commands_out_of_the_limits_or_the_box(
 @given(st.lists(st.floats(-1.1, 1.1), min_size=7, max_size=7))
 @example([5.643352760916792e-25, 2.568622938704645e-05, 0.0, 0.0, 0.0, 2.568622938704645e-05, 0.0])
 def test_braking_knots_stop_every_joint_at_its_limit_and_interpolate_exactly(velocity: list[float]) -> None:
-    limits = MotionLimits(acceleration_fraction=0.8)
+    limits = MotionLimits(PANDA, acceleration_fraction=0.8)
     v = np.array(velocity)
-    knots = braking_knots(panda.HOME, v, limits)
+    knots = braking_knots(PANDA.home, v, limits)
     if not np.any(v):
         assert knots == []
         return
     assert len(knots) <= 7
     times = np.array([0.0, *(t_ns * 1e-9 for t_ns, _, _ in knots)])
-    positions = [panda.HOME, *(q for _, q, _ in knots)]
+    positions = [PANDA.home, *(q for _, q, _ in knots)]
     velocities = [v, *(knot_v for _, _, knot_v in knots)]
     np.testing.assert_array_equal(velocities[-1], 0.0)  # exactly: a controller refuses "almost"
     # Each joint stops where braking at its limit stops it, no further.
-    np.testing.assert_allclose(positions[-1] - panda.HOME, v * np.abs(v) / (2 * limits.acceleration), atol=1e-9)
+    np.testing.assert_allclose(positions[-1] - PANDA.home, v * np.abs(v) / (2 * limits.acceleration), atol=1e-9)
     # Sampled as a joint trajectory controller samples it, it never brakes harder than that.
     t = np.linspace(0.0, times[-1], 400)
     sampled = np.array([sample_knots(times, positions, velocities, ti)[1] for ti in t])
@@ -164,7 +166,7 @@ def _edge_of_acceptance(motion: ArmMotion, q: np.ndarray, direction: np.ndarray)
 def _braking_excess(q: np.ndarray, v: np.ndarray, limits: MotionLimits, box: WorkspaceBox = BOX) -> tuple[float, float]:
     """How far outside ``box`` (m) the braking tail from (q, v) puts the TCP: at its
     knots (what the controller is sent), and anywhere along the interpolated path."""
-    kinematics = PandaKinematics()
+    kinematics = ArmKinematics(PANDA)
     knots = braking_knots(q, v, limits)
     times = np.array([0.0, *(t_ns * 1e-9 for t_ns, _, _ in knots)])
     positions, velocities = [q, *(k[1] for k in knots)], [v, *(k[2] for k in knots)]
@@ -180,22 +182,22 @@ def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box() -> None
     keep 0.7 mm of the millimetre the guard keeps (what it does not check, between the
     points it does, strays less). When the guard checked a straight joint-space line
     instead of each joint braking to its own stop, it missed the path by up to 3.4 mm."""
-    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
-    motion = ArmMotion("joint_delta", limits, BOX, panda.HOME)
+    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8)
+    motion = ArmMotion("joint_delta", limits, BOX, PANDA.home)
     guard = BOX.shrunk(0.001)
-    kinematics = PandaKinematics()
+    kinematics = ArmKinematics(PANDA)
     rng = np.random.default_rng(0)
     checked = 0
     while checked < 500:
-        outside = np.clip(panda.HOME + rng.uniform(-1.2, 1.2, 7), limits.lower, limits.upper)
+        outside = np.clip(PANDA.home + rng.uniform(-1.2, 1.2, 7), limits.lower, limits.upper)
         if guard.excess(kinematics.tcp(outside)) == 0.0:
             continue
         low, high = 0.0, 1.0  # along the line from home: where the hand is 1 cm inside
         for _ in range(30):
             middle = 0.5 * (low + high)
-            q = panda.HOME + middle * (outside - panda.HOME)
+            q = PANDA.home + middle * (outside - PANDA.home)
             low, high = (middle, high) if motion.state_of(q, np.zeros(7)).risk <= -0.01 else (low, middle)
-        q = panda.HOME + low * (outside - panda.HOME)
+        q = PANDA.home + low * (outside - PANDA.home)
         v = _edge_of_acceptance(motion, q, rng.uniform(-1.0, 1.0, 7) * limits.velocity)
         assert _braking_excess(q, v, limits, BOX.shrunk(0.0007)) == (0.0, 0.0), (q, v)
         checked += 1
@@ -204,7 +206,7 @@ def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box() -> None
 def test_the_box_guard_refuses_the_state_a_fuzz_run_sent_out_of_the_box() -> None:
     """The planned state (mid-reset, the hand moving along a face) whose braking knots
     reached 1.7 mm outside the box in a fuzz run: the guard must not accept it."""
-    limits = MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8)
+    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8)
     q = np.array([-0.32512609530734770, 1.325096925125874, -2.165330398225298, -1.244955730776564,
                   -2.3302450870966616, 0.9529408622439629, 1.2356562996939526])  # fmt: skip
     v = np.array([0.7983666848635346, -0.5331098752091731, 1.0836149850925978, -0.01821922001075789,
@@ -222,7 +224,7 @@ def test_every_reference_step_is_one_of_constant_acceleration(seed: int, mode: s
     the reference itself, with its acceleration (v1 - v0) / h. A step that breaks this
     by e makes the spline's acceleration 6 e / h^2 larger somewhere."""
     rng = np.random.default_rng(seed)
-    motion = ArmMotion(mode, MotionLimits(acceleration_fraction=0.8), BOX, panda.HOME)
+    motion = ArmMotion(mode, MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PANDA.home)
     dt = 0.01
     for _ in range(300):
         event = rng.random()
@@ -231,7 +233,7 @@ def test_every_reference_step_is_one_of_constant_acceleration(seed: int, mode: s
         elif event < 0.12:
             motion.stop()
         elif event < 0.13:
-            motion.move_home(panda.HOME + rng.uniform(-0.1, 0.1, panda.DOF))
+            motion.move_home(PANDA.home + rng.uniform(-0.1, 0.1, PANDA.dof))
         q0, v0 = motion.q.copy(), motion.v.copy()
         q1, v1 = motion.step(dt)
         np.testing.assert_allclose(q1 - q0, 0.5 * (v0 + v1) * dt, atol=1e-12)

@@ -1,4 +1,4 @@
-"""PandaController (the agent's per-period logic) and the in-process reach env, without ROS;
+"""ArmController (the agent's per-period logic) and the in-process reach env, without ROS;
 lateness, stalls and uncertainty are in test_controller_lateness.py."""
 
 from __future__ import annotations
@@ -8,21 +8,23 @@ import warnings
 import numpy as np
 import pytest
 
-from franka_agent.core import panda
 from franka_agent.core.command_check import Violation, command_violations
-from franka_agent.core.controller import Command, PandaController
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.controller import ArmController, Command
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.sim import PandaSim
-from franka_agent.inprocess_env import InProcessPandaReachEnv, _points
+from franka_agent.core.profile import BUILT_IN_PROFILES
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import ArmSim
+from franka_agent.inprocess_env import InProcessReachEnv, _points
 
+PANDA = load_profile("panda")
 BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
 PERIOD = 10_000_000  # 100 Hz
 MS = 1_000_000
 
 
-def controller(**kwargs: object) -> PandaController:
-    return PandaController("ee_delta", MotionLimits(acceleration_fraction=1.0), BOX, PERIOD, **kwargs)  # type: ignore[arg-type]
+def controller(**kwargs: object) -> ArmController:
+    return ArmController("ee_delta", MotionLimits(PANDA, acceleration_fraction=1.0), BOX, PERIOD, **kwargs)  # type: ignore[arg-type]
 
 
 def test_nothing_is_commanded_before_a_measured_state() -> None:
@@ -36,7 +38,7 @@ def sent_at(command: Command) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 def test_a_new_action_never_changes_what_was_sent_up_to_the_horizon() -> None:
     c = controller()
-    c.start(panda.HOME, 0)
+    c.start(PANDA.home, 0)
     c.act(np.array([1.0, 0.0, 0.0]))
     commands = [c.command(k * PERIOD) for k in range(15)]
     assert commands[-1] is not None
@@ -61,7 +63,7 @@ def test_two_commands_at_one_clock_reading_plan_the_same() -> None:
     lockstep): the second command sees no time pass, so it must repeat the plan, not
     divide by the zero interval (which once sent the mock accelerations of 70 rad/s^2)."""
     c = controller()
-    c.start(panda.HOME, 0)
+    c.start(PANDA.home, 0)
     c.act(np.array([1.0, -1.0, 1.0]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a division by zero is a failure here
@@ -76,7 +78,7 @@ def test_two_commands_at_one_clock_reading_plan_the_same() -> None:
 
 def test_commands_are_stamped_now_with_points_a_period_apart_from_the_lead_on() -> None:
     c = controller(trajectory_points=4, lead_periods=3)
-    c.start(panda.HOME, 123 * PERIOD)
+    c.start(PANDA.home, 123 * PERIOD)
     command = c.command(123 * PERIOD)
     assert command is not None and command.stamp_ns == 123 * PERIOD and command.period_ns == PERIOD
     assert command.times_ns == [3 * PERIOD, 4 * PERIOD, 5 * PERIOD, 6 * PERIOD]  # at rest: no braking to do
@@ -87,7 +89,7 @@ def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
     that end must be at rest, reached within the acceleration limits (and newer
     joint_trajectory_controllers refuse a trajectory that ends moving)."""
     c = controller()
-    c.start(panda.HOME, 0)
+    c.start(PANDA.home, 0)
     c.act(np.array([1.0, -1.0, -1.0]))
     longest = 0
     for k in range(40):
@@ -106,11 +108,11 @@ def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
 
 
 def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
-    sim = PandaSim()
+    sim = ArmSim(PANDA)
     c = controller(reset_noise=0.1)
     c.start(sim.q, 0)
     c.begin_reset(5, np.zeros(0), sim.q, sim.dq)
-    expected = panda.HOME + np.random.default_rng(5).uniform(-0.1, 0.1, 7)
+    expected = PANDA.home + np.random.default_rng(5).uniform(-0.1, 0.1, 7)
     np.testing.assert_allclose(c.reset_goal, expected)
     now = 0
     for _ in range(500):
@@ -134,10 +136,10 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
     until the reset timed out: a fuzz run's failure.)"""
     corner = np.array([-0.98, 1.599, 0.705, -2.806, -1.52, 3.702, 2.847])  # sim time 0 here
     start_pose = np.array([-0.08, -0.73, 0.072, -2.418, 0.003, 1.573, 0.732])
-    sim = PandaSim()
+    sim = ArmSim(PANDA)
     sim.place(corner)
-    kinematics = PandaKinematics()
-    c = PandaController("joint_delta", MotionLimits(velocity_fraction=0.5, acceleration_fraction=0.8), BOX, PERIOD)
+    kinematics = ArmKinematics(PANDA)
+    c = ArmController("joint_delta", MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8), BOX, PERIOD)
     c.start(sim.q, 0)
     c.begin_reset(0, start_pose, sim.q, sim.dq)
     found: list[Violation] = []
@@ -160,41 +162,48 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
 
 def test_reset_options_give_the_start_pose() -> None:
     c = controller()
-    c.begin_reset(None, panda.HOME + 0.2, None, np.zeros(7))
-    np.testing.assert_allclose(c.reset_goal, np.clip(panda.HOME + 0.2, c.limits.lower, c.limits.upper))
+    c.begin_reset(None, PANDA.home + 0.2, None, np.zeros(7))
+    np.testing.assert_allclose(c.reset_goal, np.clip(PANDA.home + 0.2, c.limits.lower, c.limits.upper))
 
 
-def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it() -> None:
-    env = InProcessPandaReachEnv()
+@pytest.mark.parametrize("robot", BUILT_IN_PROFILES)
+def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it(robot: str) -> None:
+    """Every arm's reach task can be solved within the limits: a proportional policy
+    reaches three targets in a row, and the mock counts no violation."""
+    env = InProcessReachEnv({"robot": robot})
+    dof = load_profile(robot).dof
     successes = 0
     for episode in range(3):
         observation, _ = env.reset(seed=episode)
-        assert observation.shape == (23,)
+        assert observation.shape == (2 * dof + 9,)
         for _ in range(50):
-            error_dm = observation[20:23]  # target - TCP, decimetres
+            error_dm = observation[-3:]  # target - TCP, decimetres
             observation, reward, terminated, truncated, info = env.step(np.clip(error_dm / 0.3, -1, 1))
             assert reward == pytest.approx(-10.0 * info["distance"])
             if terminated or truncated:
                 break
         successes += info["is_success"]
     assert successes == 3
+    assert env.sim.violations == []
 
 
 WARMED_UP_CONTROL_PATH = """
 import sys
 import numpy as np
-from franka_agent.core import panda
-from franka_agent.core.controller import PandaController
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.controller import ArmController
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 
+PANDA = load_profile("panda")
+
 box = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
-c = PandaController("{mode}", MotionLimits(), box, 10_000_000)
+c = ArmController("{mode}", MotionLimits(PANDA), box, 10_000_000)
 c.warm_up()
 loaded = set(sys.modules)
-c.start(panda.HOME, 0)
-c.begin_reset(3, np.zeros(0), panda.HOME, np.zeros(7))
+c.start(PANDA.home, 0)
+c.begin_reset(3, np.zeros(0), PANDA.home, np.zeros(7))
 for k in range(1, 4):
-    c.reset_reached(panda.HOME, np.zeros(7))
+    c.reset_reached(PANDA.home, np.zeros(7))
     c.command(k * 10_000_000)
 c.act(np.ones(c.action_size))
 c.command(4 * 10_000_000)
@@ -222,10 +231,10 @@ def test_reusing_the_lookahead_plans_exactly_what_planning_afresh_does(mode: str
     again; whatever happens between ticks (actions, stops, resets, late ticks, a clock
     standing still), the commands must be the very same."""
     rng = np.random.default_rng(seed)
-    reusing = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
-    afresh = PandaController(mode, MotionLimits(acceleration_fraction=0.8), BOX, PERIOD)
+    reusing = ArmController(mode, MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD)
+    afresh = ArmController(mode, MotionLimits(PANDA, acceleration_fraction=0.8), BOX, PERIOD)
     for c in (reusing, afresh):
-        c.start(panda.HOME, 0)
+        c.start(PANDA.home, 0)
     now = 0
     for tick in range(600):
         event = rng.random()
@@ -240,7 +249,7 @@ def test_reusing_the_lookahead_plans_exactly_what_planning_afresh_does(mode: str
         elif event < 0.13:
             reset_seed = int(rng.integers(100))
             for c in (reusing, afresh):
-                c.begin_reset(reset_seed, np.zeros(0), None, np.zeros(panda.DOF))
+                c.begin_reset(reset_seed, np.zeros(0), None, np.zeros(PANDA.dof))
         now += PERIOD * (1 if rng.random() < 0.95 else int(rng.integers(0, 4)))
         assert reusing.motion is not None and afresh.motion is not None
         afresh.motion.reuse_lookahead = False

@@ -11,11 +11,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core import panda
 from franka_agent.core.command_check import DesiredStateMonitor
 from franka_agent.core.limits import WorkspaceBox
-from franka_agent.core.sim import PandaSim
+from franka_agent.core.profile import BUILT_IN_PROFILES
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import ArmSim
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
+
+PANDA = load_profile("panda")
 
 # Pure logic: also run under Python 3.10 without ROS (./ws test-core).
 pytestmark = pytest.mark.core
@@ -74,10 +77,10 @@ def test_sampling_many_updates_at_once_gives_what_sampling_each_gives(
     """The mock samples a control period's physics updates at once: the same numbers to
     the bit as one update at a time, before, along and after a trajectory."""
     arrival, points, stamp, closed_loop = trajectory
-    follower = TrajectoryFollower(panda.HOME)
-    measured = (panda.HOME + 0.1, np.full(7, 0.2)) if closed_loop else None
+    follower = TrajectoryFollower(PANDA.home)
+    measured = (PANDA.home + 0.1, np.full(7, 0.2)) if closed_loop else None
     follower.set_trajectory(arrival, points, stamp, measured)
-    for holder in (follower, TrajectoryFollower(panda.HOME)):
+    for holder in (follower, TrajectoryFollower(PANDA.home)):
         ts = (np.arange(count) + round((arrival + first) * 1000)) * 1_000_000 * 1e-9
         q, v = holder.sample_many(ts)
         for row, t in enumerate(ts):
@@ -105,13 +108,13 @@ def test_the_desired_state_does_not_depend_on_where_the_clock_stands(
         t += gap
         last = i == len(gaps_ns) - 1
         points.append(
-            TrajectoryPoint(t * 1e-9, panda.HOME + 0.01 * (i + 1), np.zeros(7) if last else np.array(velocities))
+            TrajectoryPoint(t * 1e-9, PANDA.home + 0.01 * (i + 1), np.zeros(7) if last else np.array(velocities))
         )
     runs = []
     for offset in (0, offset_ns):
-        follower = TrajectoryFollower(panda.HOME)
+        follower = TrajectoryFollower(PANDA.home)
         follower.set_trajectory(
-            (offset + 10**8) * 1e-9, [TrajectoryPoint(0.05, panda.HOME - 0.02, np.zeros(7))], (offset + 10**8) * 1e-9
+            (offset + 10**8) * 1e-9, [TrajectoryPoint(0.05, PANDA.home - 0.02, np.zeros(7))], (offset + 10**8) * 1e-9
         )
         stamp = None if stamp_after_ns is None else (offset + 10**8 + arrival_ns + stamp_after_ns) * 1e-9
         follower.set_trajectory((offset + 10**8 + arrival_ns) * 1e-9, points, stamp)
@@ -134,37 +137,37 @@ def test_checking_many_updates_at_once_finds_what_checking_each_finds(
     """The same violations, worst acceleration and state for what follows, whether a
     period's updates are checked at once or one by one (limits broken or not)."""
     ts = np.cumsum([gap for gap, _, _ in rows]) + 1.0
-    q = np.array([panda.HOME + position * 0.5 for _, position, _ in rows])
-    v = np.array([np.full(7, velocity) * panda.MAX_VELOCITY / 2.5 for _, _, velocity in rows])
-    at_once, one_by_one = DesiredStateMonitor(), DesiredStateMonitor()
+    q = np.array([PANDA.home + position * 0.5 for _, position, _ in rows])
+    v = np.array([np.full(7, velocity) * PANDA.limits.velocity / 2.5 for _, _, velocity in rows])
+    at_once, one_by_one = DesiredStateMonitor(PANDA.limits), DesiredStateMonitor(PANDA.limits)
     if not restarted:
         for monitor in (at_once, one_by_one):
-            monitor.check(0.999, panda.HOME, np.zeros(7))
+            monitor.check(0.999, PANDA.home, np.zeros(7))
     found = at_once.check_many(ts, q, v)
     expected = [
         violation for t, q_row, v_row in zip(ts, q, v, strict=True) for violation in one_by_one.check(t, q_row, v_row)
     ]
     assert found == expected
     assert at_once.worst_acceleration_share == one_by_one.worst_acceleration_share
-    assert at_once.check(ts[-1] + 0.001, panda.HOME, np.ones(7)) == one_by_one.check(
-        ts[-1] + 0.001, panda.HOME, np.ones(7)
+    assert at_once.check(ts[-1] + 0.001, PANDA.home, np.ones(7)) == one_by_one.check(
+        ts[-1] + 0.001, PANDA.home, np.ones(7)
     )
 
 
 def test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time() -> None:
-    """``PandaSim.step(n)`` computes the period's desired states at once: the arm moves
+    """``ArmSim.step(n)`` computes the period's desired states at once: the arm moves
     exactly as when stepped one update at a time, along a smooth motion (no limit
     broken) and through a jump that breaks the acceleration limit."""
-    at_once, one_by_one = PandaSim(), PandaSim()
+    at_once, one_by_one = ArmSim(PANDA), ArmSim(PANDA)
     for period in range(41):
         now = period * 0.01
         if period < 40:  # a smooth wave from rest: Hermite knots on q = HOME + 0.2 (1 - cos t)
             points = [
-                TrajectoryPoint(lead, panda.HOME + 0.2 * (1 - np.cos(now + lead)), np.full(7, 0.2 * np.sin(now + lead)))
+                TrajectoryPoint(lead, PANDA.home + 0.2 * (1 - np.cos(now + lead)), np.full(7, 0.2 * np.sin(now + lead)))
                 for lead in (0.02, 0.05)
             ]
         else:
-            points = [TrajectoryPoint(0.02, panda.HOME + 0.1, np.zeros(7))]
+            points = [TrajectoryPoint(0.02, PANDA.home + 0.1, np.zeros(7))]
         for sim in (at_once, one_by_one):
             sim.command(points, now)
         at_once.step(10)
@@ -181,10 +184,10 @@ def test_stepping_many_updates_at_once_moves_the_arm_as_one_at_a_time() -> None:
 def test_simulated_time_is_whole_nanoseconds_that_never_drift() -> None:
     """Stamps and sim-time timers live on a nanosecond grid; a float sum of timesteps
     once put the mock's clock 1 ns short of the agent's next tick (a 0.2 s stall)."""
-    sim = PandaSim(physics_rate=1000.0)
+    sim = ArmSim(PANDA, physics_rate=1000.0)
     sim.step(54_321)
     assert sim.time_ns == 54_321_000_000
-    assert PandaSim(physics_rate=3000.0).timestep_ns == 333_333
+    assert ArmSim(PANDA, physics_rate=3000.0).timestep_ns == 333_333
 
 
 def test_a_trajectory_that_ends_before_it_arrives_is_refused_and_the_old_one_kept() -> None:
@@ -219,17 +222,22 @@ def test_before_its_first_point_a_trajectory_starts_from_the_point_before() -> N
     np.testing.assert_allclose(follower.sample(0.05)[0], 0.75)
 
 
-def test_the_real_arms_controller_is_configured_as_the_mock_models_it() -> None:
+@pytest.mark.parametrize("robot", BUILT_IN_PROFILES)
+def test_the_real_arms_controller_is_configured_as_the_mock_models_it(robot: str, tmp_path: Path) -> None:
     """The mock starts a new trajectory from the commanded state (interpolate_from
-    "desired"); the real joint_trajectory_controller does so only with the setting
-    panda_agent.launch.py gives its spawner. Streaming from the measured state instead
-    demands accelerations far beyond the limits (docs/timing.md)."""
+    "desired"); the real joint_trajectory_controller does so only with the settings the
+    profile gives its spawner (panda_agent.launch.py writes them with
+    ``write_controller_settings``): ``open_loop_control`` on Humble's ros2_controllers,
+    ``interpolate_from_desired_state`` from Jazzy's. Streaming from the measured state
+    instead demands accelerations far beyond the limits (docs/timing.md)."""
     import yaml
 
-    from spin_decoupler_ros.tools.paths import find_config
+    from franka_agent.robots import write_controller_settings
 
-    settings = yaml.safe_load(find_config("panda_jtc.yaml", package="franka_agent").read_text())
-    assert settings["/**"]["ros__parameters"]["open_loop_control"] is True
-    assert PandaSim().interpolate_from == "desired"
-    launch_text = (Path(__file__).resolve().parents[1] / "launch" / "panda_agent.launch.py").read_text()
-    assert '"--param-file"' in launch_text and '"panda_jtc.yaml"' in launch_text
+    profile = load_profile(robot)
+    settings = yaml.safe_load(write_controller_settings(profile, tmp_path / "settings.yaml").read_text())
+    parameters = settings["/**"]["ros__parameters"]
+    for driver in profile.drivers:
+        name = "open_loop_control" if driver.distro == "humble" else "interpolate_from_desired_state"
+        assert parameters[name] is True, f"{robot} on {driver.release}: {name} is not set"
+    assert ArmSim(profile).interpolate_from == "desired"

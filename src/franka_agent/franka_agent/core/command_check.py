@@ -1,6 +1,6 @@
 """What the mock hardware checks, without ROS.
 
-The Panda faults (or joint_trajectory_controller refuses) on commands outside its joint
+The arm faults (or joint_trajectory_controller refuses) on commands outside its joint
 position, velocity and acceleration limits; the task adds a workspace box. Two checks:
 
 - ``DesiredStateMonitor``: the desired state the controller commands at every update
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from franka_agent.core import panda
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import WorkspaceBox
+from franka_agent.core.profile import JointLimits
 from franka_agent.core.trajectory import TrajectoryPoint
 
 # A limit is violated when exceeded by more than this share (floating-point and
@@ -45,7 +45,8 @@ class Violation:
 class DesiredStateMonitor:
     """Checks the desired (q, v) a joint controller commands, one update after another."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: JointLimits) -> None:
+        self.limits = limits
         self._last: tuple[float, np.ndarray] | None = None
         self._tolerance = 1.0 + LIMIT_TOLERANCE
         self.worst_acceleration_share = 0.0  # the largest |a| / limit seen, for reports
@@ -56,15 +57,15 @@ class DesiredStateMonitor:
 
     def check(self, t: float, q: np.ndarray, v: np.ndarray) -> list[Violation]:
         found = []
-        if np.any((q < panda.LOWER - POSITION_TOLERANCE) | (q > panda.UPPER + POSITION_TOLERANCE)):
+        if np.any((q < self.limits.lower - POSITION_TOLERANCE) | (q > self.limits.upper + POSITION_TOLERANCE)):
             found.append(Violation("position", f"position outside the joint limits: {np.round(q, 4)}", t, list(q)))
-        if np.any(np.abs(v) > panda.MAX_VELOCITY * self._tolerance):
+        if np.any(np.abs(v) > self.limits.velocity * self._tolerance):
             found.append(Violation("velocity", f"velocity above the limits: {np.round(v, 4)}", t, list(v)))
         last = self._last
         self._last = (t, v.copy())
         if last is not None and t > last[0]:
             a = (v - last[1]) / (t - last[0])
-            share = float(np.max(np.abs(a) / panda.MAX_ACCELERATION))
+            share = float(np.max(np.abs(a) / self.limits.acceleration))
             self.worst_acceleration_share = max(self.worst_acceleration_share, share)
             if share > self._tolerance:
                 found.append(Violation("acceleration", f"acceleration above the limits: {np.round(a, 2)}", t, list(a)))
@@ -83,10 +84,10 @@ class DesiredStateMonitor:
         moved = ts > previous_t
         with np.errstate(divide="ignore", invalid="ignore"):
             a = (v - previous_v) / (ts - previous_t)[:, None]
-            shares = np.max(np.abs(a) / panda.MAX_ACCELERATION, axis=1)[moved]
+            shares = np.max(np.abs(a) / self.limits.acceleration, axis=1)[moved]
         if (
-            np.any((q < panda.LOWER - POSITION_TOLERANCE) | (q > panda.UPPER + POSITION_TOLERANCE))
-            or np.any(np.abs(v) > panda.MAX_VELOCITY * self._tolerance)
+            np.any((q < self.limits.lower - POSITION_TOLERANCE) | (q > self.limits.upper + POSITION_TOLERANCE))
+            or np.any(np.abs(v) > self.limits.velocity * self._tolerance)
             or np.any(shares > self._tolerance)
         ):
             found = []
@@ -99,9 +100,7 @@ class DesiredStateMonitor:
         return []
 
 
-def command_violations(
-    points: list[TrajectoryPoint], box: WorkspaceBox, kinematics: PandaKinematics
-) -> list[Violation]:
+def command_violations(points: list[TrajectoryPoint], box: WorkspaceBox, kinematics: ArmKinematics) -> list[Violation]:
     """The points of a trajectory whose TCP lies outside ``box``."""
     found = []
     for point in points:

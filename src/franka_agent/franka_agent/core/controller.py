@@ -1,8 +1,8 @@
-"""PandaController: what the Panda agent does each control period, without ROS.
+"""ArmController: what the arm agent does each control period, without ROS.
 
 The agent node feeds it measured joint states and asks it, every period, for the
 next short trajectory to send; the in-process benchmark env does the same against
-``PandaSim``. So both run one and the same control logic.
+``ArmSim``. So both run one and the same control logic.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from franka_agent.core import panda
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.motion import ArmMotion, MotionState
 from franka_agent.core.reference import braking_knots
@@ -77,7 +76,7 @@ class Command:
     times_ns: list[int]
 
 
-class PandaController:
+class ArmController:
     """The reference the agent commands, advanced one control period at a time.
 
     Commands are planned ``lead_periods`` control periods ahead: each ``command(now)``
@@ -135,7 +134,7 @@ class PandaController:
         self.trajectory_points = trajectory_points
         self.reset_noise = reset_noise
         self._motion_options = motion_options
-        self.kinematics = PandaKinematics()
+        self.kinematics = ArmKinematics(limits.profile)
         self.motion: ArmMotion | None = None  # created from the first measured state
         self._reference_ns = 0  # the time the reference state refers to (the last horizon)
         # The last command sent, as absolute knots (ns, q, v), and its planned states by time.
@@ -148,7 +147,7 @@ class PandaController:
         self._pending_action: np.ndarray | None = None
         self._pending_goal: np.ndarray | None = None
         self._pending_stop = False
-        self.reset_goal = panda.HOME.copy()
+        self.reset_goal = limits.profile.home.copy()
 
     @property
     def reference_ns(self) -> int:
@@ -157,14 +156,14 @@ class PandaController:
 
     @property
     def action_size(self) -> int:
-        return 3 if self.mode == "ee_delta" else panda.DOF
+        return 3 if self.mode == "ee_delta" else self.limits.dof
 
     def warm_up(self) -> Command:
         """Run a scratch copy through a reset and a few actions, so that first-call costs
         (lazy imports, numpy's first use of a routine: 24 ms once) are paid now, not by the
         first command, which would then reach the controller after its planned points.
         Returns the scratch copy's last command (to warm up whatever sends commands)."""
-        scratch = PandaController(
+        scratch = ArmController(
             self.mode,
             self.limits,
             self.box,
@@ -174,17 +173,18 @@ class PandaController:
             reset_noise=self.reset_noise,
             **self._motion_options,
         )
-        home = panda.HOME.copy()
+        home = self.limits.profile.home.copy()
+        dof = self.limits.dof
         scratch.start(home, 0)
-        scratch.begin_reset(0, np.zeros(0), home, np.zeros(panda.DOF))
+        scratch.begin_reset(0, np.zeros(0), home, np.zeros(dof))
         now_ns = 0
         for tick in range(6):
             if tick == 3:
                 scratch.act(np.ones(scratch.action_size))
             now_ns += self.period_ns * (1 if tick != 4 else 2)  # and one late tick
-            scratch.reset_reached(home, np.zeros(panda.DOF))
+            scratch.reset_reached(home, np.zeros(dof))
             scratch.command(now_ns)
-        scratch.observation(home, np.zeros(panda.DOF))
+        scratch.observation(home, np.zeros(dof))
         scratch.hold()
         last = scratch.command(now_ns + self.period_ns)
         assert last is not None
@@ -211,10 +211,12 @@ class PandaController:
     def begin_reset(self, seed: int | None, options: np.ndarray, q: np.ndarray | None, dq: np.ndarray) -> None:
         """Head for an episode's start: the 7 joint positions in ``options``, or home plus
         ``reset_noise`` drawn from ``seed``."""
-        if options.size == panda.DOF:
+        if options.size == self.limits.dof:
             goal = np.asarray(options, dtype=np.float64).copy()
         else:
-            goal = panda.HOME + np.random.default_rng(seed).uniform(-self.reset_noise, self.reset_noise, panda.DOF)
+            goal = self.limits.profile.home + np.random.default_rng(seed).uniform(
+                -self.reset_noise, self.reset_noise, self.limits.dof
+            )
         self.reset_goal = np.clip(goal, self.limits.lower, self.limits.upper)
         motion = self.motion
         # If the arm is not where the reference thinks (moved by hand after a fault, say)

@@ -12,8 +12,7 @@ from collections.abc import Generator
 
 import numpy as np
 
-from franka_agent.core import panda
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
 from franka_agent.core.reference import braking_tcps, rest_to_rest_path
 from spin_decoupler_ros.core.transitions import TransitionTable
@@ -58,7 +57,7 @@ def joint_route_search(
     goal: np.ndarray,
     limits: MotionLimits,
     box: WorkspaceBox,
-    kinematics: PandaKinematics,
+    kinematics: ArmKinematics,
     samples: int = 40,
 ) -> Generator[None, None, list[np.ndarray] | None]:
     """Waypoints for a joint move from ``q`` (at rest) to ``goal`` along which the TCP
@@ -93,7 +92,7 @@ def joint_route_search(
     allowed = worst_excess([q, goal]) + 1e-9
     route: list[np.ndarray] = []
     here = q.copy()
-    remaining = [joint for joint in range(panda.DOF) if here[joint] != goal[joint]]
+    remaining = [joint for joint in range(limits.dof) if here[joint] != goal[joint]]
     while remaining:
         waypoint = None
         for size in range(len(remaining), 0, -1):

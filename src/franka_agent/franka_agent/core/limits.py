@@ -1,5 +1,5 @@
-"""The limits the agent's commands keep: the workspace box for the hand's TCP and a share
-of the Panda's joint limits.
+"""The limits the agent's commands keep: the workspace box for the tool's TCP and a share
+of the arm's joint limits (from its robot profile).
 
 Pure numpy, no ROS.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from franka_agent.core import panda
+from franka_agent.core.profile import RobotProfile
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,17 @@ class Bounds:
 
 @dataclass(frozen=True)
 class MotionLimits:
-    """The joint limits the agent's commands keep: a share of the Panda's, plus a margin.
+    """The joint limits the agent's commands keep: a share of the arm's, plus a margin.
 
-    :param velocity_fraction: share of the Panda's joint velocity limits used.
+    :param profile: the arm, whose published limits these are shares of.
+    :param velocity_fraction: share of the arm's joint velocity limits used.
     :param acceleration_fraction: share of its acceleration limits. A full reversal of
-        acceleration in one control period is a jerk of 2 a / T: at 1.0 that stays within
-        the Panda's jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
+        acceleration in one control period is a jerk of 2 a / T: for the Panda at 1.0 that
+        stays within its jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
     :param joint_margin: distance (rad) kept from every joint's position limits.
     """
 
+    profile: RobotProfile
     velocity_fraction: float = 0.5
     acceleration_fraction: float = 0.5
     joint_margin: float = 0.05
@@ -78,13 +80,18 @@ class MotionLimits:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
         if not 0.0 <= self.joint_margin < 0.5:
             raise ValueError(f"joint_margin must be in [0, 0.5) rad, got {self.joint_margin}")
+        arm = self.profile.limits
         joints = Bounds(
-            panda.LOWER + self.joint_margin,
-            panda.UPPER - self.joint_margin,
-            panda.MAX_VELOCITY * self.velocity_fraction,
-            panda.MAX_ACCELERATION * self.acceleration_fraction,
+            arm.lower + self.joint_margin,
+            arm.upper - self.joint_margin,
+            arm.velocity * self.velocity_fraction,
+            arm.acceleration * self.acceleration_fraction,
         )
         object.__setattr__(self, "joints", joints)
+
+    @property
+    def dof(self) -> int:
+        return self.profile.dof
 
     @property
     def lower(self) -> np.ndarray:
@@ -104,5 +111,5 @@ class MotionLimits:
 
     def max_control_rate(self) -> float:
         """Highest control rate (Hz) at which a full acceleration reversal per period
-        stays within the Panda's jerk limits."""
-        return float(np.min(panda.MAX_JERK / (2.0 * self.acceleration)))
+        stays within the arm's jerk limits."""
+        return float(np.min(self.profile.limits.jerk / (2.0 * self.acceleration)))

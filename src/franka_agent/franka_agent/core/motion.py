@@ -1,4 +1,4 @@
-"""From a normalised RL action to a joint reference the Panda can follow, within hard limits.
+"""From a normalised RL action to a joint reference the arm can follow, within hard limits.
 
 ``ArmMotion`` is what the agent commands. An ``ee_delta`` action moves a Cartesian
 reference for the TCP (bounded by the shrunk workspace box, so straight, target-based
@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from franka_agent.core import panda
 from franka_agent.core.homing import HOMING, Homing, joint_route_search
-from franka_agent.core.kinematics import PandaKinematics, solve_ik
+from franka_agent.core.kinematics import ArmKinematics, solve_ik
 from franka_agent.core.limits import Bounds, MotionLimits, WorkspaceBox
 from franka_agent.core.reference import ReferenceGenerator, braking_tcps
 
@@ -76,7 +75,7 @@ class ArmMotion:
         box_margin: float = 0.02,
         cartesian_speed: float = 0.3,
         cartesian_acceleration: float = 2.0,
-        kinematics: PandaKinematics | None = None,
+        kinematics: ArmKinematics | None = None,
     ) -> None:
         if mode not in ACTION_MODES:
             raise ValueError(f"action mode '{mode}' is not one of {', '.join(ACTION_MODES)}")
@@ -87,7 +86,7 @@ class ArmMotion:
         self._guard_box = box.shrunk(min(0.001, box_margin / 2))
         self.max_ee_step = max_ee_step
         self.max_joint_step = max_joint_step
-        self.kinematics = kinematics or PandaKinematics()
+        self.kinematics = kinematics or ArmKinematics(limits.profile)
         self.joints = ReferenceGenerator(limits.joints, q)
         cartesian = Bounds(
             self.goal_box.low, self.goal_box.high, np.full(3, cartesian_speed), np.full(3, cartesian_acceleration)
@@ -116,7 +115,7 @@ class ArmMotion:
 
     @property
     def action_size(self) -> int:
-        return 3 if self.mode == "ee_delta" else panda.DOF
+        return 3 if self.mode == "ee_delta" else self.limits.dof
 
     @property
     def q(self) -> np.ndarray:

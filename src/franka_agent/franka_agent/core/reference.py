@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from franka_agent.core.kinematics import PandaKinematics
+from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import Bounds, MotionLimits
 
 BRAKING_CHECKS = np.array([0.25, 0.5, 0.75])  # shares of the longest stop the box guard checks too
@@ -158,7 +158,7 @@ def rest_to_rest_path(
     return t[:, 0], q + direction * np.minimum(covered, distance), direction * speed
 
 
-def braking_tcps(kinematics: PandaKinematics, q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> np.ndarray:
+def braking_tcps(kinematics: ArmKinematics, q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> np.ndarray:
     """Where the TCP passes if the joints brake now from (q, v), as ``braking_knots``
     commands it (each joint at its own limit, stopping at its own time, so not along a
     straight line): now, where each joint stops, and at quarters of the longest stop (one

@@ -1,8 +1,8 @@
-"""PandaSim: the simulated arm behind the mock hardware, without ROS.
+"""ArmSim: the simulated arm behind the mock hardware, without ROS.
 
-MuJoCo physics at ``physics_rate``; a ``TrajectoryFollower`` standing in for
-joint_trajectory_controller; its joint PD (franka_ros2's gains) on an arm whose gravity
-is compensated, like the real Panda's torque interface. Every update's desired state is
+MuJoCo physics of the profile's arm at ``physics_rate``; a ``TrajectoryFollower``
+standing in for joint_trajectory_controller; its joint PD (the profile's gains, by
+default) on an arm whose gravity is compensated, like a Franka's torque interface. Every update's desired state is
 checked (``DesiredStateMonitor``) and what breaks a limit is kept in ``violations``.
 The mock node wraps it in franka_ros2's topics; the in-process benchmark env drives it
 directly.
@@ -15,27 +15,25 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from franka_agent.core import panda
+from franka_agent.core.arm_mjcf import EE_SITE, arm_mjcf
 from franka_agent.core.command_check import DesiredStateMonitor, Violation
-from franka_agent.core.panda_mjcf import EE_SITE, panda_mjcf
+from franka_agent.core.profile import RobotProfile
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
 
 INTERPOLATE_FROM = ("desired", "measured")
 
-# franka_ros2 v0.1.0 joint_trajectory_controller gains (franka_bringup/config/controllers.yaml).
-DEFAULT_P_GAINS = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
-DEFAULT_D_GAINS = (30.0, 30.0, 30.0, 30.0, 10.0, 10.0, 5.0)
 
-
-class PandaSim:
+class ArmSim:
     def __init__(
         self,
+        profile: RobotProfile,
         physics_rate: float = 1000.0,
-        p_gains: Sequence[float] = DEFAULT_P_GAINS,
-        d_gains: Sequence[float] = DEFAULT_D_GAINS,
+        p_gains: Sequence[float] | None = None,
+        d_gains: Sequence[float] | None = None,
         interpolate_from: str = "desired",
     ) -> None:
-        """:param interpolate_from: where a new trajectory starts from, as
+        """:param p_gains: the joint PD's stiffness (Nm/rad); the profile's controller's by default.
+        :param interpolate_from: where a new trajectory starts from, as
         joint_trajectory_controller's ``interpolate_from_desired_state`` (Jazzy) or
         ``open_loop_control`` (Humble) set it: "desired" (true, this project's setting) or
         "measured" (false, the controller's default)."""
@@ -46,16 +44,20 @@ class PandaSim:
         # the timestep drifts off the nanosecond grid that stamps and timers live on (the
         # mock's clock once read 1 ns short of a tick the agent waited for).
         self.timestep_ns = round(1e9 / physics_rate)
-        self.model = mujoco.MjModel.from_xml_string(panda_mjcf(timestep=self.timestep_ns * 1e-9))
+        self.model = mujoco.MjModel.from_xml_string(arm_mjcf(profile, timestep=self.timestep_ns * 1e-9))
         self.data = mujoco.MjData(self.model)
         self.steps_taken = 0
-        self.p_gains = np.asarray(p_gains, dtype=np.float64)
-        self.d_gains = np.asarray(d_gains, dtype=np.float64)
-        self.follower = TrajectoryFollower(panda.HOME)
-        self.monitor = DesiredStateMonitor()
+        self.profile = profile
+        self.p_gains = np.asarray(profile.controller.p_gains if p_gains is None else p_gains, dtype=np.float64)
+        self.d_gains = np.asarray(profile.controller.d_gains if d_gains is None else d_gains, dtype=np.float64)
+        if self.p_gains.shape != (profile.dof,) or self.d_gains.shape != (profile.dof,):
+            raise ValueError(f"p_gains and d_gains need {profile.dof} entries each, one per joint of the arm")
+        self._effort = profile.limits.effort
+        self.follower = TrajectoryFollower(profile.home)
+        self.monitor = DesiredStateMonitor(profile.limits)
         self.violations: list[Violation] = []  # what the controller commanded beyond a limit
         self._site = self.model.site(EE_SITE).id
-        self.place(panda.HOME)
+        self.place(profile.home)
 
     @property
     def time_ns(self) -> int:
@@ -117,7 +119,7 @@ class PandaSim:
             self.violations.extend(found)
         for row in range(steps):
             torque = self.p_gains * (q_desired[row] - data.qpos) + self.d_gains * (v_desired[row] - data.qvel)
-            data.ctrl[:] = np.clip(torque, -panda.MAX_EFFORT, panda.MAX_EFFORT)
+            data.ctrl[:] = np.clip(torque, -self._effort, self._effort)
             mujoco.mj_step(model, data)
             self.steps_taken += 1
             data.time = self.time

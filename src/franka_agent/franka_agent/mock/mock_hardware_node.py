@@ -1,8 +1,9 @@
-"""MockPandaHardware: a MuJoCo Panda behind franka_ros2's interface, for training without the arm.
+"""MockArmHardware: a MuJoCo arm behind its driver's interface, for training without the arm.
 
-What the agent sees is what franka_ros2 v0.1.0 gives it on the real robot:
+The arm is the one its robot profile (``robot``) describes. What the agent sees is what
+the profile's driver gives it on the real robot (franka_ros2 v0.1.0 for the Panda):
 
-- ``/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory):
+- the trajectory controller's command topic (trajectory_msgs/JointTrajectory):
   what joint_trajectory_controller does with it (``core/trajectory.py``, from
   ros2_controllers 2.23.0 and 4.42.1): refused if it ends in the past; at the update it
   arrives at, it replaces the current trajectory, from the commanded state
@@ -12,8 +13,9 @@ What the agent sees is what franka_ros2 v0.1.0 gives it on the real robot:
   on an arm whose gravity is compensated like the real one's; a trajectory that ends
   moving is refused, as joint_trajectory_controller does by default since Jazzy
   (``allow_nonzero_velocity_at_trajectory_end``);
-- ``/franka/joint_states`` and ``/joint_states`` (sensor_msgs/JointState) with
-  ``panda_joint1..7``, the Panda's limits and franka_ros2's home pose.
+- the profile's joint-state topics (sensor_msgs/JointState; franka_ros2's
+  ``/franka/joint_states`` and the merged ``/joint_states``) with the arm's joint names,
+  limits and home pose.
 
 It also offers what only a simulation can: ``~/reset`` (std_srvs/Trigger) puts the arm
 at home (plus ``reset_noise``), ``/clock`` lets every node run on simulated time
@@ -34,7 +36,7 @@ ignored (they still pace a lockstep clock) until ``~/error_recovery`` (std_srvs/
 standing in for franka_ros2's ErrorRecovery action) brings the controller back, holding
 where the arm is (docs/robot_stops.md).
 
-It checks the desired state it commands at every update against the Panda's position,
+It checks the desired state it commands at every update against the arm's position,
 velocity and acceleration limits, and every commanded point against the workspace box,
 counts violations on ``~/limit_violations`` (latched; ``violation_log`` records each
 with the command's stamp and arrival) and reports on ``/diagnostics``.
@@ -62,10 +64,9 @@ from std_msgs.msg import UInt64
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from franka_agent.core import panda
 from franka_agent.core.command_check import command_violations
-from franka_agent.core.kinematics import PandaKinematics
-from franka_agent.core.sim import PandaSim
+from franka_agent.core.kinematics import ArmKinematics
+from franka_agent.core.sim import ArmSim
 from franka_agent.mock.parameters import declare_mock_parameters
 from franka_agent.mock.trajectory_intake import Refusal, accepted_points
 from franka_agent.mock.violation_log import ViolationLog
@@ -73,21 +74,21 @@ from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.qos_events import no_publisher_events, no_subscription_events
 from spin_decoupler_ros.tools.realtime import request_realtime
 
-COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 FIRST_COMMAND_WAIT_S = 0.2  # with lockstep_timeout 0: wall time per chunk until the first command
 MAX_CATCH_UP = 0.02  # s of simulated time
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-class MockPandaHardware(Node):
+class MockArmHardware(Node):
     def __init__(self) -> None:
         # The mock is the clock: it must never follow /clock itself.
         super().__init__("mock_hardware", parameter_overrides=[Parameter("use_sim_time", value=False)])
         self.settings = params = declare_mock_parameters(self)
         physics_rate, publish_rate = params.physics_rate, params.publish_rate
         self._log = ViolationLog(params.violation_log or None)
-        self.sim = PandaSim(physics_rate, params.p_gains, params.d_gains, params.interpolate_from)
-        self._kinematics = PandaKinematics()  # for checking commanded points' TCP
+        self.profile = profile = params.profile
+        self.sim = ArmSim(profile, physics_rate, params.p_gains, params.d_gains, params.interpolate_from)
+        self._kinematics = ArmKinematics(profile)  # for checking commanded points' TCP
         self._steps_per_publish = max(1, round(physics_rate / publish_rate))
         self._rng = np.random.default_rng()
         self.violations = 0
@@ -96,18 +97,23 @@ class MockPandaHardware(Node):
         self.stopped: str | None = None  # why the controller stopped (an injected reflex), until recovered
         self.ignored = 0  # trajectories that came while it was stopped
 
-        # ros2_control_node's state at the control rate, and the merged /joint_states
-        # (joint_state_publisher, 30 Hz on the robot).
+        # The controller's joint states at the control rate and, where the driver has one,
+        # the merged topic (franka_ros2's joint_state_publisher: /joint_states, 30 Hz).
         # No QoS event handlers: each is one more waitable on every spin (qos_events.py).
         quiet = no_publisher_events()
-        self._franka_states = self.create_publisher(JointState, "/franka/joint_states", 10, event_callbacks=quiet)
-        self._joint_states = self.create_publisher(JointState, "/joint_states", 10, event_callbacks=quiet)
+        states = profile.joint_states
+        self._arm_states = self.create_publisher(JointState, states.topic, 10, event_callbacks=quiet)
+        self._merged_states = (
+            self.create_publisher(JointState, states.merged_topic, 10, event_callbacks=quiet)
+            if states.merged_topic != states.topic
+            else None
+        )
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10, event_callbacks=quiet)
         self._violations_pub = self.create_publisher(UInt64, "~/limit_violations", LATCHED, event_callbacks=quiet)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10, event_callbacks=quiet)
         self._command_sub = self.create_subscription(
             JointTrajectory,
-            COMMAND_TOPIC,
+            profile.controller.command_topic,
             # With the message info (rclpy since Iron), the violation log says when each
             # command was sent and received.
             self._on_trajectory_with_info if hasattr(rclpy_subscription, "MessageInfo") else self._on_trajectory,
@@ -117,7 +123,7 @@ class MockPandaHardware(Node):
         self._reset_srv = self.create_service(Trigger, "~/reset", self._on_reset)
         self._inject_stop_srv = self.create_service(Trigger, "~/inject_stop", self._on_inject_stop)
         self._recovery_srv = self.create_service(Trigger, "~/error_recovery", self._on_error_recovery)
-        self._state_msg = JointState(name=list(panda.JOINT_NAMES))
+        self._state_msg = JointState(name=list(profile.joint_names))
         self._clock_msg = ClockMsg()
 
         self._wall_clock = Clock(clock_type=ClockType.STEADY_TIME)
@@ -147,7 +153,7 @@ class MockPandaHardware(Node):
         self._publish_violations()
         self._publish_state()
         self.get_logger().info(
-            f"mock Panda ready: physics {physics_rate:g} Hz, joint states {publish_rate:g} Hz, "
+            f"mock arm ready ({profile.name}): physics {physics_rate:g} Hz, joint states {publish_rate:g} Hz, "
             f"speed factor {self.settings.speed_factor:g}"
         )
 
@@ -250,9 +256,9 @@ class MockPandaHardware(Node):
         msg.position = array.array("d", data.qpos.tobytes())
         msg.velocity = array.array("d", data.qvel.tobytes())
         msg.effort = array.array("d", data.ctrl.tobytes())
-        self._franka_states.publish(msg)
-        if self._chunks % self._joint_states_every == 0:
-            self._joint_states.publish(msg)
+        self._arm_states.publish(msg)
+        if self._merged_states is not None and self._chunks % self._joint_states_every == 0:
+            self._merged_states.publish(msg)
         self._chunks += 1
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
@@ -264,7 +270,7 @@ class MockPandaHardware(Node):
         self._on_trajectory(msg, info)
 
     def _on_trajectory(self, msg: JointTrajectory, info: Any = None) -> None:
-        points = accepted_points(msg, self.settings.allow_nonzero_velocity_at_trajectory_end)
+        points = accepted_points(msg, self.profile.joint_names, self.settings.allow_nonzero_velocity_at_trajectory_end)
         if isinstance(points, Refusal):
             self.get_logger().error(points.text)
             if points.violation is not None:
@@ -351,8 +357,9 @@ class MockPandaHardware(Node):
         self._violations_pub.publish(UInt64(data=self.violations))
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        q = panda.HOME + self._rng.uniform(-self.settings.reset_noise, self.settings.reset_noise, panda.DOF)
-        self.sim.place(np.clip(q, panda.LOWER, panda.UPPER))
+        profile = self.profile
+        q = profile.home + self._rng.uniform(-self.settings.reset_noise, self.settings.reset_noise, profile.dof)
+        self.sim.place(np.clip(q, profile.limits.lower, profile.limits.upper))
         self._publish_state()
         response.success = True
         response.message = f"arm at home{' with noise' if self.settings.reset_noise else ''}"
@@ -413,7 +420,7 @@ class MockPandaHardware(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(MockPandaHardware, args)
+    return run_node(MockArmHardware, args)
 
 
 if __name__ == "__main__":

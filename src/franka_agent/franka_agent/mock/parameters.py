@@ -1,4 +1,5 @@
-"""The mock Panda's parameters, declared on its node (``ros2 param describe`` shows each)."""
+"""The mock arm's parameters, declared on its node (``ros2 param describe`` shows each).
+``robot`` names the arm's profile, which gives the defaults of everything arm-specific."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import numpy as np
 from rclpy.node import Node
 
 from franka_agent.core.limits import WorkspaceBox
-from franka_agent.core.sim import DEFAULT_D_GAINS, DEFAULT_P_GAINS, INTERPOLATE_FROM
+from franka_agent.core.profile import RobotProfile
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.sim import INTERPOLATE_FROM
 from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
 
 
 @dataclass(frozen=True)
 class MockParameters:
-    """What the mock was started with (see MockPandaHardware's module docstring)."""
+    """What the mock was started with (see MockArmHardware's module docstring)."""
 
+    profile: RobotProfile
     physics_rate: float
     publish_rate: float
     speed_factor: float
@@ -34,6 +38,7 @@ class MockParameters:
 
 def declare_mock_parameters(node: Node) -> MockParameters:
     """Declare the mock's parameters on ``node`` and read them."""
+    profile = load_profile(declare_str(node, "robot", "panda", "the arm's profile: panda, fr3, ur5e or a file's path"))
     physics_rate = declare_float(
         node, "physics_rate", 1000.0, "physics and joint PD rate", unit="Hz", low=100.0, high=10000.0
     )
@@ -79,8 +84,9 @@ def declare_mock_parameters(node: Node) -> MockParameters:
     joint_states_rate = declare_float(
         node,
         "joint_states_rate",
-        30.0,
-        "rate of /joint_states (the merged topic; 30 Hz on the robot)",
+        min(profile.joint_states.merged_rate, publish_rate),
+        "rate of the merged joint states (the profile's merged_topic and rate, at most publish_rate; "
+        "franka_ros2's /joint_states: 30 Hz)",
         unit="Hz",
         low=1.0,
         high=publish_rate,
@@ -101,10 +107,18 @@ def declare_mock_parameters(node: Node) -> MockParameters:
     reset_noise = declare_float(
         node, "reset_noise", 0.0, "uniform noise added to home on ~/reset", unit="rad", low=0.0, high=0.5
     )
-    p_gains = declare_float_list(node, "p_gains", list(DEFAULT_P_GAINS), "joint PD stiffness (Nm/rad)")
-    d_gains = declare_float_list(node, "d_gains", list(DEFAULT_D_GAINS), "joint PD damping (Nm s/rad)")
-    low = declare_float_list(node, "workspace_low", [0.2, -0.45, 0.05], "workspace box lower corner (m)")
-    high = declare_float_list(node, "workspace_high", [0.75, 0.45, 0.8], "workspace box upper corner (m)")
+    p_gains = declare_float_list(
+        node, "p_gains", list(profile.controller.p_gains), "joint PD stiffness (Nm/rad; the profile's by default)"
+    )
+    d_gains = declare_float_list(
+        node, "d_gains", list(profile.controller.d_gains), "joint PD damping (Nm s/rad; the profile's by default)"
+    )
+    low = declare_float_list(
+        node, "workspace_low", list(profile.workspace_low), "workspace box lower corner (m; the profile's by default)"
+    )
+    high = declare_float_list(
+        node, "workspace_high", list(profile.workspace_high), "workspace box upper corner (m; the profile's by default)"
+    )
 
     interpolate_from = declare_str(
         node,
@@ -116,6 +130,7 @@ def declare_mock_parameters(node: Node) -> MockParameters:
         choices=INTERPOLATE_FROM,
     )
     return MockParameters(
+        profile=profile,
         physics_rate=physics_rate,
         publish_rate=publish_rate,
         speed_factor=speed_factor,

@@ -4,12 +4,12 @@ refuses the rest, as joint_trajectory_controller does (ros2_controllers 2.23.0 a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from trajectory_msgs.msg import JointTrajectory
 
-from franka_agent.core import panda
 from franka_agent.core.trajectory import TrajectoryPoint
 
 
@@ -22,17 +22,20 @@ class Refusal:
     violation: str | None = None
 
 
-def accepted_points(msg: JointTrajectory, allow_ending_moving: bool) -> list[TrajectoryPoint] | Refusal:
-    """The trajectory's points in panda_joint1..7 order, or why it is refused."""
+def accepted_points(
+    msg: JointTrajectory, joint_names: Sequence[str], allow_ending_moving: bool
+) -> list[TrajectoryPoint] | Refusal:
+    """The trajectory's points in the order of the arm's ``joint_names``, or why it is refused."""
     try:
-        order = [list(msg.joint_names).index(name) for name in panda.JOINT_NAMES]
+        order = [list(msg.joint_names).index(name) for name in joint_names]
     except ValueError:
-        return Refusal(f"rejected a trajectory for joints {list(msg.joint_names)}: expected {list(panda.JOINT_NAMES)}")
+        return Refusal(f"rejected a trajectory for joints {list(msg.joint_names)}: expected {list(joint_names)}")
+    dof = len(joint_names)
     points = []
     for point in msg.points:
         positions = np.asarray(point.positions, dtype=np.float64)
         velocities = np.asarray(point.velocities, dtype=np.float64)
-        if positions.size != panda.DOF or velocities.size not in (0, panda.DOF):
+        if positions.size != dof or velocities.size not in (0, dof):
             return Refusal("rejected a trajectory: a point has the wrong number of values")
         if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(velocities))):
             return Refusal("rejected a trajectory with NaN or inf values", "NaN or inf in a commanded point")

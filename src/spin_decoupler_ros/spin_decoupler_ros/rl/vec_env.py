@@ -37,7 +37,7 @@ class DecoupledVecEnv(VecEnv):
     """One SB3 VecEnv over the agents in ``namespaces``.
 
     :param make_env: builds agent ``i``'s task env around the RLClient it is given, e.g.
-        ``lambda client: PandaReachEnv(client=client, max_episode_steps=200)``.
+        ``lambda client: ReachEnv(client=client, max_episode_steps=200)``.
     :param namespaces: the agents' namespaces, one env each.
     :param node_name: name of the RL side's node (one for all agents).
     :param ros_args: ``--ros-args`` for that node.
