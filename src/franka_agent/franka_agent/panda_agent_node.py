@@ -116,7 +116,7 @@ class PandaAgent(AgentNode):
     # -- commanding -----------------------------------------------------------------------
 
     def _command(self) -> None:
-        """Send the controller's next short trajectory (see PandaController.command).
+        """Send the controller's next short trajectory (see ArmController.command).
 
         Lateness of up to the lead is what the commands are built for; the rest is here
         (test_panda.py::test_stalls_while_braking_while_resetting_and_between_steps_break_no_limit):

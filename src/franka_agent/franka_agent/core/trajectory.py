@@ -14,7 +14,7 @@ in release 2.23.0 (Humble, what franka_ros2 v0.1.0 runs) and 4.42.1 (Jazzy):
   state it is in at that instant. By default that is the *measured* state; with
   ``open_loop_control`` (Humble) or ``interpolate_from_desired_state`` (Jazzy) it is the
   desired state it last commanded, which is how this project configures it
-  (``config/panda_jtc.yaml``) and the mock's default (``interpolate_from``).
+  (the robot profile's controller settings) and the mock's default (``interpolate_from``).
 - Sampled at time t: before the first point, the cubic Hermite spline from the point
   before to the first point; from the first point on, the segment of the message's own
   points that contains t, *without* any connection to what came before: a trajectory

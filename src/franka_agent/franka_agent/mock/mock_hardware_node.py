@@ -7,9 +7,9 @@ the profile's driver gives it on the real robot (franka_ros2 v0.1.0 for the Pand
   what joint_trajectory_controller does with it (``core/trajectory.py``, from
   ros2_controllers 2.23.0 and 4.42.1): refused if it ends in the past; at the update it
   arrives at, it replaces the current trajectory, from the commanded state
-  (``interpolate_from``; ``config/panda_jtc.yaml`` sets the real controller up so)
+  (``interpolate_from``; the robot profile's controller settings set the real controller up so)
   through its points (cubic Hermite), jumping onto its own segment if its first points
-  are past; tracked by a joint PD with franka_ros2's gains at the physics rate (1 kHz),
+  are past; tracked by a joint PD with the profile's gains at the physics rate (1 kHz),
   on an arm whose gravity is compensated like the real one's; a trajectory that ends
   moving is refused, as joint_trajectory_controller does by default since Jazzy
   (``allow_nonzero_velocity_at_trajectory_end``);

@@ -125,7 +125,7 @@ def declare_mock_parameters(node: Node) -> MockParameters:
         "interpolate_from",
         "desired",
         "where a new trajectory starts: the desired state (joint_trajectory_controller with "
-        "interpolate_from_desired_state / open_loop_control, as config/panda_jtc.yaml sets it) "
+        "interpolate_from_desired_state / open_loop_control, as the robot profile's controller settings set it) "
         "or the measured one (its default)",
         choices=INTERPOLATE_FROM,
     )
