@@ -30,14 +30,14 @@ BACK_AND_FORTH = (np.array([1.0, 0.0, 0.0]), np.array([-1.0, 0.0, 0.0]))
 MOST_STEPS_TO_DETECT = 3
 
 
-def call_mock(operator: LifecycleClient, service: str) -> Trigger.Response:
+def call_mock(operator: LifecycleClient, service: str, expect_success: bool = True) -> Trigger.Response:
     """Call one of the mock's std_srvs/Trigger services from the operator's node."""
     client: Client = operator.node.create_client(Trigger, f"/mock_hardware/{service}")
     assert client.wait_for_service(timeout_sec=20), f"no /mock_hardware/{service}"
     future = client.call_async(Trigger.Request())
     operator.executor.spin_until_future_complete(future, timeout_sec=20)
     response = future.result()
-    assert response is not None and response.success, f"{service}: {response}"
+    assert response is not None and response.success == expect_success, f"{service}: {response}"
     operator.node.destroy_client(client)
     return response
 
@@ -183,4 +183,113 @@ def test_recoveries_by_action_leave_nothing_behind_in_the_agent(ros_domain: dict
         server.destroy()
         executor.shutdown()
         node.destroy_node()
+        context.try_shutdown()
+
+
+FR3_RECOVERY_STEPS = (
+    "error recovery: error recovered",
+    "set_hardware_component_state: hardware component active",
+    "switch_controller: controllers active",
+)
+
+
+def test_an_fr3_reflex_is_read_from_its_robot_state_and_recovered_in_three_steps(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """The FR3 on franka_ros2 v2.4+ (the mock's Franka surface, on franka_msgs and
+    controller_manager_msgs with the releases' fields): a reflex deactivates the hardware
+    and its controller and sets robot_mode REFLEX; the agent reads the stop from the robot
+    state, the next reset takes the three steps in order (the mock refuses any other way
+    back, its one-call ~/error_recovery included), and training goes on."""
+    from franka_agent.core.profile_file import load_profile
+    from franka_agent.robots import mock_recovery
+
+    fr3 = load_profile("fr3")
+    assert mock_recovery("", fr3) == {"recovery": "franka_hardware:/action_server/error_recovery"}
+    mock = start_panda_mock(processes, tmp_path, robot="fr3")
+    agent = start_panda_agent(processes, tmp_path, robot="fr3", **mock_recovery("", fr3))
+    operator = LifecycleClient("panda_agent")
+    env = DecoupledEnv(on_agent_lost="truncate", agent_wait_timeout=60, client_options={"connect_timeout": 20})
+    try:
+        env.reset(seed=0)
+        for step in range(6):
+            _, _, _, truncated, _ = env.step(BACK_AND_FORTH[step % 2].astype(np.float32))
+            assert not truncated
+        call_mock(operator, "inject_stop")
+        refused = call_mock(operator, "error_recovery", expect_success=False)
+        assert "three steps" in refused.message
+        info: dict[str, object] = {}
+        for steps_after in range(1, 20):
+            _, reward, terminated, truncated, info = env.step(BACK_AND_FORTH[steps_after % 2].astype(np.float32))
+            if truncated:
+                break
+        assert truncated and not terminated and reward == 0.0
+        assert steps_after <= MOST_STEPS_TO_DETECT, f"detected only after {steps_after} steps"
+        assert info["agent_outcome"] == "ROBOT_STOPPED"
+        assert "robot_mode REFLEX on /franka_robot_state_broadcaster/robot_state (joint_reflex)" in str(
+            info["truncated_reason"]
+        )
+        observation, _ = env.reset(seed=1)
+        log = mock.log_text()
+        steps_at = [log.find(f"]: {step}") for step in FR3_RECOVERY_STEPS]
+        assert -1 not in steps_at and steps_at == sorted(steps_at), f"not the three steps in order:\n{log}"
+        assert "the robot recovered" in agent.log_text()
+        start = tcp(observation)
+        moved = 0.0
+        for step in range(10):
+            observation, _, _, truncated, _ = env.step(BACK_AND_FORTH[0].astype(np.float32) * (0.5 if step else 1.0))
+            assert not truncated, "training did not go on after the recovery"
+            moved = max(moved, float(np.linalg.norm(tcp(observation) - start)))
+        assert moved > 0.05, f"the arm did not follow after the recovery (moved {moved:.3f} m)"
+        assert limit_violations() == 0
+    finally:
+        env.close()
+        operator.close()
+
+
+def test_a_limit_break_on_the_fr3_mock_is_a_reflex_its_robot_state_shows(
+    processes: ProcessGroup, tmp_path: Path
+) -> None:
+    """A Franka stops itself on a commanded jump (libfranka's motion generator checks):
+    the FR3 mock counts the violation, deactivates its controller and publishes
+    robot_mode REFLEX with the error that caused it, best effort, as franka_ros2 v3.3+."""
+    from builtin_interfaces.msg import Duration
+    from franka_msgs.msg import FrankaRobotState
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from franka_agent.core.profile_file import load_profile
+    from franka_agent.robot_mode import STATE_QOS
+    from spin_decoupler_ros.rl.client import init_private_context
+
+    fr3 = load_profile("fr3")
+    mock = start_panda_mock(processes, tmp_path, robot="fr3", lockstep=False)
+    context = init_private_context()
+    try:
+        node = Node("fr3_commander", context=context)
+        states: list[FrankaRobotState] = []
+        node.create_subscription(FrankaRobotState, fr3.stop.topic, states.append, STATE_QOS)
+        publisher = node.create_publisher(JointTrajectory, fr3.controller.command_topic, 10)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + 20
+        while not states and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert states and states[-1].robot_mode == FrankaRobotState.ROBOT_MODE_MOVE
+        # Joint 1 half a radian away in 10 ms: far beyond its acceleration limit.
+        jump = JointTrajectoryPoint(positions=list(fr3.home + np.eye(7)[0] * 0.5), velocities=[0.0] * 7)
+        jump.time_from_start = Duration(nanosec=10_000_000)
+        publisher.publish(JointTrajectory(joint_names=list(fr3.joint_names), points=[jump]))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and states[-1].robot_mode != FrankaRobotState.ROBOT_MODE_REFLEX:
+            executor.spin_once(timeout_sec=0.1)
+        assert states[-1].robot_mode == FrankaRobotState.ROBOT_MODE_REFLEX, mock.log_text()
+        errors = states[-1].current_errors
+        raised = [name for name in errors.get_fields_and_field_types() if getattr(errors, name)]
+        assert len(raised) == 1 and raised[0].startswith("joint_motion_generator_"), raised
+        assert f"reflex ({raised[0]})" in mock.log_text()
+        assert limit_violations() > 0
+        node.destroy_node()
+    finally:
         context.try_shutdown()

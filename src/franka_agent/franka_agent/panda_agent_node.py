@@ -52,6 +52,7 @@ from franka_agent.core.controller import Command
 from franka_agent.core.stops import StopDetector, StopHandling, StopPhase
 from franka_agent.panda_parameters import declare_panda_parameters
 from franka_agent.recovery import PERSON_MUST_ACT, Outcome, Recovery, make_recovery
+from franka_agent.robot_mode import robot_mode_watch
 from franka_agent.stall_guard import STOPPED_WHILE_SENDING, Sent, StallGuard
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage
 from spin_decoupler_ros.agent.diagnostics import Check
@@ -103,7 +104,8 @@ class PandaAgent(AgentNode):
         )
         window_ns = seconds_to_ns(self.settings.stop_window)
         self._stops = StopDetector(window_ns) if window_ns > 0 else None
-        self._recovery: Recovery | None = make_recovery(self, self.settings.recovery_name)
+        self._recovery: Recovery | None = make_recovery(self, self.settings.recovery_name, self.settings.profile)
+        self._robot_mode = robot_mode_watch(self, self.settings.profile)  # the arm's own word, where it has one
         self._after_stop = StopHandling()  # what is being done about a stop the arm made
 
     def configure(self) -> AgentSpaces:
@@ -206,21 +208,25 @@ class PandaAgent(AgentNode):
         self._stops.commanded([times[i] for i in kept], [command.points[i][0] for i in kept])
 
     def _check_for_stop(self) -> None:
-        """Raise RobotStoppedError if the newest joint state completes a stop (see
+        """Raise RobotStoppedError if the robot says it stopped (its robot mode, where the
+        profile has one: RobotModeWatch) or the newest joint state completes a stop (see
         StopDetector): the reference starts again from the arm, which the agent holds."""
-        if self._stops is None:
+        said = self._robot_mode.stop() if self._robot_mode is not None else None
+        if self._stops is None and said is None:
             return
         self.arm.decode()
         if self.arm.q is None:
             return
-        stop = self._stops.measured(self.arm.stamp_ns, self.arm.q)
-        if self._stops.followed and self._after_stop.phase is StopPhase.UNPROVEN:
-            self._after_stop.enter(StopPhase.NONE)
-        if stop is None:
-            return
-        self._stops.clear()
+        if self._stops is not None:
+            stop = self._stops.measured(self.arm.stamp_ns, self.arm.q)
+            if self._stops.followed and self._after_stop.phase is StopPhase.UNPROVEN:
+                self._after_stop.enter(StopPhase.NONE)
+            said = said or (stop.describe() if stop is not None else None)
+            if said is None:
+                return
+            self._stops.clear()
         self.controller.replan_from(self.arm.q)
-        text = f"the robot stopped on its own: {stop.describe()}"
+        text = f"the robot stopped on its own: {said}"
         if self._recovery is None:
             raise self._person_must_act(f"{text}; no error recovery is configured (recovery: none)")
         if self._after_stop.phase is StopPhase.UNPROVEN:

@@ -97,10 +97,20 @@ def robot_namespaces(count: int) -> list[str]:
 
 
 def robot_topics(profile: RobotProfile) -> tuple[str, ...]:
-    """The absolute topics of one robot: its joint states, its controller's commands, the
-    simulated clock."""
+    """The absolute names of one robot: its joint states, its controller's commands, the
+    simulated clock, and where it has them its robot state and recovery's action and
+    services."""
     states = profile.joint_states
-    return tuple(dict.fromkeys((states.merged_topic, states.topic, profile.controller.command_topic, "/clock")))
+    names = [states.merged_topic, states.topic, profile.controller.command_topic, "/clock"]
+    if profile.stop.kind == "franka_robot_state":
+        manager = profile.recovery.controller_manager.rstrip("/")
+        names += [
+            profile.stop.topic,
+            profile.recovery.agent_parameter.partition(":")[2],
+            f"{manager}/set_hardware_component_state",
+            f"{manager}/switch_controller",
+        ]
+    return tuple(dict.fromkeys(names))
 
 
 def robot_remaps(namespace: str, profile: RobotProfile) -> dict[str, str]:
@@ -111,10 +121,17 @@ def robot_remaps(namespace: str, profile: RobotProfile) -> dict[str, str]:
     return {topic: f"{namespace}{topic}" for topic in robot_topics(profile)}
 
 
-def mock_recovery(mock_namespace: str) -> dict[str, object]:
-    """The agent's ``recovery`` parameter for a mock in ``mock_namespace``: the mock's
-    ``~/error_recovery`` service (a real Panda's depends on its franka_ros2 release:
-    docs/robot_stops.md)."""
+def mock_recovery(mock_namespace: str, profile: RobotProfile) -> dict[str, object]:
+    """The agent's ``recovery`` parameter for a mock in ``mock_namespace``: the profile's
+    own where the mock offers it (a Franka's three steps, where franka_msgs and
+    controller_manager_msgs are installed), else the mock's ``~/error_recovery`` service
+    (a real arm's is its profile's: docs/robot_stops.md)."""
+    from importlib.util import find_spec
+
+    if profile.stop.kind == "franka_robot_state" and all(
+        find_spec(package) is not None for package in ("franka_msgs", "controller_manager_msgs")
+    ):
+        return {"recovery": profile.recovery.agent_parameter}
     return {"recovery": f"trigger:{mock_namespace.rstrip('/')}/mock_hardware/error_recovery"}
 
 
@@ -215,7 +232,7 @@ def start_mock_robots(
     started: list[tuple[NodeProcess, str]] = []
     for namespace in namespaces:
         suffix = namespace.replace("/", "_")
-        agent_overrides = {"use_sim_time": True, **mock_recovery(namespace), **agent_params}
+        agent_overrides = {"use_sim_time": True, **mock_recovery(namespace, profile), **agent_params}
         mock_overrides = {"speed_factor": sim_speed, **mock_params}
         if one_process:
             pair = NodeProcess(

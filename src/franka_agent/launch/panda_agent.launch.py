@@ -103,7 +103,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
     for namespace in namespaces:
         remappings = list(robot_remaps(namespace, profile).items()) if count > 1 else []
         mock_namespace = namespace if count > 1 else ""
-        recovery = mock_recovery(mock_namespace) if mock else {}
+        recovery = mock_recovery(mock_namespace, profile) if mock else {}
         if mock and shares_one_process(timing_agent):
             # Each node's own values, in a file beside this launch's log (launch.log).
             suffix = namespace.replace("/", "_")

@@ -173,10 +173,13 @@ class StopSurface:
 @dataclass(frozen=True)
 class Recovery:
     """How the arm comes back after such a stop: the agent's ``recovery`` parameter for
-    the real arm, and the steps in words for the docs."""
+    the real arm, the steps in words for the docs, and where a three-step Franka recovery
+    (``franka_hardware:<action>``) finds controller_manager and the hardware component."""
 
     agent_parameter: str
     steps: tuple[str, ...]
+    controller_manager: str = "/controller_manager"
+    hardware_component: str = ""
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,11 @@ def profile_from_mapping(data: Any, source: str = "<mapping>", path: Path | None
     recovery = Recovery(
         read.text(recovery_data, "agent_parameter", "recovery"),
         tuple(str(step) for step in recovery_data.get("steps", []) or []),
+        read.text(recovery_data, "controller_manager", "recovery", default="/controller_manager"),
+        str(recovery_data.get("hardware_component", "")),
     )
+    if recovery.agent_parameter.startswith("franka_hardware:") and not recovery.hardware_component:
+        raise read.fail("recovery.hardware_component", "is missing: a franka_hardware recovery activates it")
 
     workspace_low, workspace_high = read.box(data, "workspace")
     target_low, target_high = read.box(data, "targets")

@@ -29,12 +29,13 @@ waits for the next command however long it takes, for an agent under a timing mo
 whose world waits for the learner (only the first command is waited for at most
 FIRST_COMMAND_WAIT_S, so that a sim-time agent's first tick comes).
 
-A stop the arm makes itself, for tests: ``~/inject_stop`` (std_srvs/Trigger) simulates a
-reflex as franka_ros2 v2.x shows it to an outside node: the controller stops (the arm
-stops at once and holds where it is), joint states keep coming, still, and trajectories are
-ignored (they still pace a lockstep clock) until ``~/error_recovery`` (std_srvs/Trigger,
-standing in for franka_ros2's ErrorRecovery action) brings the controller back, holding
-where the arm is (docs/robot_stops.md).
+A stop the arm makes itself: ``~/inject_stop`` (std_srvs/Trigger) simulates a reflex as
+franka_ros2 v2.x shows it to an outside node: the controller stops (the arm holds where it
+is), joint states keep coming, still, and trajectories are ignored (they still pace a
+lockstep clock) until the arm is recovered: by ``~/error_recovery`` (std_srvs/Trigger),
+or, where the profile's stop surface is a Franka robot state (the FR3), only by the three
+steps of franka_ros2 v2.4+ (``mock/franka_surface.py``), and there a commanded limit break
+is a reflex too (docs/robot_stops.md).
 
 It checks the desired state it commands at every update against the arm's position,
 velocity and acceleration limits, and every commanded point against the workspace box,
@@ -53,7 +54,7 @@ from typing import Any
 import numpy as np
 import rclpy.subscription as rclpy_subscription
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -67,6 +68,8 @@ from trajectory_msgs.msg import JointTrajectory
 from franka_agent.core.command_check import command_violations
 from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.sim import ArmSim
+from franka_agent.mock.diagnostics import mock_status
+from franka_agent.mock.franka_surface import ERROR_OF_VIOLATION, franka_surface
 from franka_agent.mock.parameters import declare_mock_parameters
 from franka_agent.mock.trajectory_intake import Refusal, accepted_points
 from franka_agent.mock.violation_log import ViolationLog
@@ -123,6 +126,8 @@ class MockArmHardware(Node):
         self._reset_srv = self.create_service(Trigger, "~/reset", self._on_reset)
         self._inject_stop_srv = self.create_service(Trigger, "~/inject_stop", self._on_inject_stop)
         self._recovery_srv = self.create_service(Trigger, "~/error_recovery", self._on_error_recovery)
+        self.franka = franka_surface(self, profile, self._follow_again)
+        self.recovery_hint = "call ~/error_recovery" if self.franka is None else "recover in the three steps"
         self._state_msg = JointState(name=list(profile.joint_names))
         self._clock_msg = ClockMsg()
 
@@ -257,8 +262,11 @@ class MockArmHardware(Node):
         msg.velocity = array.array("d", data.qvel.tobytes())
         msg.effort = array.array("d", data.ctrl.tobytes())
         self._arm_states.publish(msg)
-        if self._merged_states is not None and self._chunks % self._joint_states_every == 0:
-            self._merged_states.publish(msg)
+        if self._chunks % self._joint_states_every == 0:
+            if self._merged_states is not None:
+                self._merged_states.publish(msg)
+            if self.franka is not None:
+                self.franka.publish(stamp, data.qpos, data.qvel)
         self._chunks += 1
         self._clock_msg.clock = stamp
         self._clock_pub.publish(self._clock_msg)
@@ -342,6 +350,10 @@ class MockArmHardware(Node):
                 "trajectory": self._log.active,
             }
             self._count_violation(violation.text, {**record, "sim_ns": round(violation.time * 1e9)})
+        if self.franka is not None and self.stopped is None:
+            # On a Franka a commanded limit break is a reflex (libfranka's motion generator checks).
+            kind = self.sim.violations[0].kind
+            self._stop(f"reflex ({kind} limit broken)", ERROR_OF_VIOLATION.get(kind, "joint_reflex"))
         self.sim.violations.clear()
 
     def _count_violation(self, what: str, record: dict[str, object] | None = None) -> None:
@@ -357,62 +369,52 @@ class MockArmHardware(Node):
         self._violations_pub.publish(UInt64(data=self.violations))
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        profile = self.profile
-        q = profile.home + self._rng.uniform(-self.settings.reset_noise, self.settings.reset_noise, profile.dof)
-        self.sim.place(np.clip(q, profile.limits.lower, profile.limits.upper))
+        arm, noise = self.profile, self.settings.reset_noise
+        self.sim.place(
+            np.clip(arm.home + self._rng.uniform(-noise, noise, arm.dof), arm.limits.lower, arm.limits.upper)
+        )
         self._publish_state()
         response.success = True
         response.message = f"arm at home{' with noise' if self.settings.reset_noise else ''}"
         return response
 
-    def _on_inject_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def _stop(self, reason: str, error: str) -> None:
         """A reflex: the controller stops, the arm stops at once and holds where it is."""
-        self.stopped = "reflex (injected through ~/inject_stop)"
+        self.stopped = reason
         self.sim.place(self.sim.q)
-        self.get_logger().warning(
-            "injected a reflex: the controller stopped, the arm holds; trajectories are ignored until ~/error_recovery"
-        )
+        if self.franka is not None:
+            self.franka.reflex(error)
+        self.get_logger().warning(f"{reason}: the controller stopped, the arm holds; {self.recovery_hint}")
+
+    def _on_inject_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self._stop("reflex (injected through ~/inject_stop)", "joint_reflex")
         response.success = True
-        response.message = "the controller stopped (reflex): call ~/error_recovery to bring it back"
+        response.message = f"the controller stopped (reflex): {self.recovery_hint} to bring it back"
         return response
 
     def _on_error_recovery(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """franka_ros2's error recovery: the controller comes back, holding where the arm is."""
-        response.success = True
-        if self.stopped is None:
+        """franka_ros2's error recovery in one call, where the profile's arm has no other."""
+        response.success = self.franka is None
+        if self.franka is not None:
+            response.message = "this arm recovers in three steps (the profile's recovery), not through this service"
+        elif self.stopped is None:
             response.message = "no error to recover from"
-            return response
+        else:
+            self._follow_again()
+            response.message = "recovered: the controller holds where the arm is"
+        return response
+
+    def _follow_again(self) -> None:
         self.stopped = None
         self._hold_where_the_arm_is()
         self.get_logger().info("error recovery: the controller follows trajectories again")
-        response.message = "recovered: the controller holds where the arm is"
-        return response
 
     def _hold_where_the_arm_is(self) -> None:
         self.sim.follower.hold(self.sim.q)
         self.sim.monitor.restart()  # (a jump to holding is the robot's own doing, not a command)
 
     def _publish_diagnostics(self) -> None:
-        level = DiagnosticStatus.OK if self.violations == 0 and self.stopped is None else DiagnosticStatus.ERROR
-        if self.stopped is not None:
-            message = f"controller stopped: {self.stopped}; call ~/error_recovery"
-        else:
-            message = "ok" if level == DiagnosticStatus.OK else f"{self.violations} limit violations"
-        status = DiagnosticStatus(
-            level=level,
-            name="mock_hardware: Panda",
-            hardware_id="mujoco_panda",
-            message=message,
-            values=[
-                KeyValue(key="limit_violations", value=str(self.violations)),
-                KeyValue(key="trajectories_received", value=str(self.commands)),
-                KeyValue(key="trajectories_refused", value=str(self.refused)),
-                KeyValue(key="trajectories_ignored_while_stopped", value=str(self.ignored)),
-                KeyValue(key="controller", value="stopped" if self.stopped else "active"),
-                KeyValue(key="sim_time", value=f"{self.sim_time:.3f}"),
-            ],
-        )
-        self._diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[status]))
+        self._diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[mock_status(self)]))
 
     def close(self) -> None:
         """Close the violation log, with how late the stamped commands arrived."""
