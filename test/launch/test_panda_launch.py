@@ -10,6 +10,7 @@ arm without franka_ros2).
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from pathlib import Path
 from types import ModuleType
@@ -52,20 +53,41 @@ def context_with(**arguments: str) -> LaunchContext:
     return context
 
 
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
+    """An ament index at ``tmp_path`` that lists ``packages`` (a driver "installed")."""
+    index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    for package in packages:
+        (index / package).touch()
+        (tmp_path / "share" / package).mkdir()
+    monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path}:{os.environ.get('AMENT_PREFIX_PATH', '')}")
+
+
 @pytest.mark.parametrize("mock", ["true", "false"])
-def test_switch_selects_mock_or_franka_bringup(mock: str) -> None:
+def test_switch_selects_mock_or_the_profiles_driver(mock: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = load("panda_agent.launch.py")
-    arguments = {"use_mock_hardware": mock}
+    arguments = {"use_mock_hardware": mock, "robot": "fr3", "driver_release": "jazzy"}
     if mock == "false":
         arguments["robot_ip"] = "172.16.0.2"
+        installed(tmp_path, monkeypatch, "franka_bringup", "franka_fr3_moveit_config")
     context = context_with(**arguments)
     nodes = module._nodes(context)
     executables = {str(node.node_executable) for node in nodes}
     assert executables == ({"panda_agent", "mock_hardware"} if mock == "true" else {"panda_agent"})
-    real_only = [
-        e for e in module.generate_launch_description().entities if isinstance(e, (IncludeLaunchDescription, Node))
-    ]
-    assert real_only and all(e.condition.evaluate(context) == (mock == "false") for e in real_only)
+    driver = module._driver(context)
+    if mock == "true":
+        assert driver == []
+        return
+    include, spawner = driver
+    assert isinstance(include, IncludeLaunchDescription) and isinstance(spawner, Node)
+
+    def text(substitutions: Any) -> str:
+        return "".join(part.perform(context) for part in substitutions)
+
+    given = {text(name): text(value) for name, value in include.launch_arguments}
+    assert given["robot_type"] == "fr3" and given["robot_ip"] == "172.16.0.2"
+    moveit_config = tmp_path / "share" / "franka_fr3_moveit_config"
+    assert given["controllers_yaml"] == str(moveit_config / "config" / "fr3_ros_controllers.yaml")
 
 
 @pytest.mark.parametrize(
@@ -103,22 +125,20 @@ def test_several_agents_need_mock_hardware() -> None:
 def test_real_hardware_needs_a_robot_ip() -> None:
     module = load("panda_agent.launch.py")
     with pytest.raises(RuntimeError, match="robot_ip is required"):
-        module._require_robot_ip(context_with(use_mock_hardware="false"))
+        module._driver(context_with(use_mock_hardware="false"))
 
 
-def test_real_hardware_without_franka_ros2_names_the_release_to_install() -> None:
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
+def test_real_hardware_without_its_driver_names_the_release_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from spin_decoupler_ros.core.errors import ParameterError
 
-    try:
-        get_package_share_directory("franka_bringup")
-        pytest.skip("franka_bringup is installed here")
-    except PackageNotFoundError:
-        pass
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
     module = load("panda_agent.launch.py")
     with pytest.raises(ParameterError, match=r"'franka_bringup' from franka_ros2 v0\.1\.0"):
-        module._require_robot_ip(context_with(use_mock_hardware="false", robot_ip="172.16.0.2"))
+        module._driver(context_with(use_mock_hardware="false", robot_ip="172.16.0.2"))
+    with pytest.raises(ParameterError, match=r"'ur_robot_driver' from ur_robot_driver"):
+        module._driver(context_with(use_mock_hardware="false", robot_ip="172.16.0.2", robot="ur5e"))
 
 
 def agent_side(exits: Exits, **arguments: str) -> LaunchDescription:
