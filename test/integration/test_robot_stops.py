@@ -46,6 +46,38 @@ def tcp(observation: np.ndarray) -> np.ndarray:
     return np.asarray(observation[14:17], dtype=np.float64)
 
 
+def stop_seen(env: DecoupledEnv, operator: LifecycleClient) -> dict[str, object]:
+    """Step back and forth, inject a reflex, and step on until the agent ends the episode:
+    its info, once asserted it came typed within MOST_STEPS_TO_DETECT steps."""
+    env.reset(seed=0)
+    for step in range(6):
+        _, _, _, truncated, _ = env.step(BACK_AND_FORTH[step % 2].astype(np.float32))
+        assert not truncated
+    call_mock(operator, "inject_stop")
+    info: dict[str, object] = {}
+    for steps_after in range(1, 20):
+        _, reward, terminated, truncated, info = env.step(BACK_AND_FORTH[steps_after % 2].astype(np.float32))
+        if truncated:
+            break
+    assert truncated and not terminated and reward == 0.0
+    assert steps_after <= MOST_STEPS_TO_DETECT, f"detected only after {steps_after} steps"
+    assert info["agent_outcome"] == "ROBOT_STOPPED"
+    return info
+
+
+def assert_training_goes_on(env: DecoupledEnv, observation: np.ndarray) -> None:
+    """After the recovery and a reset to ``observation``: the arm follows the actions
+    again, within the limits."""
+    start = tcp(observation)
+    moved = 0.0
+    for step in range(10):
+        observation, _, _, truncated, _ = env.step(BACK_AND_FORTH[0].astype(np.float32) * (0.5 if step else 1.0))
+        assert not truncated, "training did not go on after the recovery"
+        moved = max(moved, float(np.linalg.norm(tcp(observation) - start)))
+    assert moved > 0.05, f"the arm did not follow after the recovery (moved {moved:.3f} m)"
+    assert limit_violations() == 0
+
+
 def test_a_reflex_ends_the_episode_typed_and_training_goes_on_after_the_recovery(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
@@ -54,35 +86,14 @@ def test_a_reflex_ends_the_episode_typed_and_training_goes_on_after_the_recovery
     operator = LifecycleClient("panda_agent")
     env = DecoupledEnv(on_agent_lost="truncate", agent_wait_timeout=60, client_options={"connect_timeout": 20})
     try:
-        env.reset(seed=0)
-        for step in range(6):
-            _, _, _, truncated, _ = env.step(BACK_AND_FORTH[step % 2].astype(np.float32))
-            assert not truncated
-        call_mock(operator, "inject_stop")
-        info: dict[str, object] = {}
-        for steps_after in range(1, 20):
-            observation, reward, terminated, truncated, info = env.step(
-                BACK_AND_FORTH[steps_after % 2].astype(np.float32)
-            )
-            if truncated:
-                break
-        assert truncated and not terminated and reward == 0.0
-        assert steps_after <= MOST_STEPS_TO_DETECT, f"detected only after {steps_after} steps"
-        assert info["agent_outcome"] == "ROBOT_STOPPED"
+        info = stop_seen(env, operator)
         assert "stopped on its own" in str(info["truncated_reason"])
         assert "error recovery" in str(info["truncated_reason"])  # what the next reset does
         # The next reset calls the mock's error recovery, then brings the arm to its start.
         observation, _ = env.reset(seed=1)
         assert "error recovery: the controller follows trajectories again" in mock.log_text()
         assert "the robot recovered" in agent.log_text()
-        start = tcp(observation)
-        moved = 0.0
-        for step in range(10):
-            observation, _, _, truncated, _ = env.step(BACK_AND_FORTH[0].astype(np.float32) * (0.5 if step else 1.0))
-            assert not truncated, "training did not go on after the recovery"
-            moved = max(moved, float(np.linalg.norm(tcp(observation) - start)))
-        assert moved > 0.05, f"the arm did not follow after the recovery (moved {moved:.3f} m)"
-        assert limit_violations() == 0
+        assert_training_goes_on(env, observation)
     finally:
         env.close()
         operator.close()
@@ -211,21 +222,9 @@ def test_an_fr3_reflex_is_read_from_its_robot_state_and_recovered_in_three_steps
     operator = LifecycleClient("panda_agent")
     env = DecoupledEnv(on_agent_lost="truncate", agent_wait_timeout=60, client_options={"connect_timeout": 20})
     try:
-        env.reset(seed=0)
-        for step in range(6):
-            _, _, _, truncated, _ = env.step(BACK_AND_FORTH[step % 2].astype(np.float32))
-            assert not truncated
-        call_mock(operator, "inject_stop")
+        info = stop_seen(env, operator)
         refused = call_mock(operator, "error_recovery", expect_success=False)
         assert "three steps" in refused.message
-        info: dict[str, object] = {}
-        for steps_after in range(1, 20):
-            _, reward, terminated, truncated, info = env.step(BACK_AND_FORTH[steps_after % 2].astype(np.float32))
-            if truncated:
-                break
-        assert truncated and not terminated and reward == 0.0
-        assert steps_after <= MOST_STEPS_TO_DETECT, f"detected only after {steps_after} steps"
-        assert info["agent_outcome"] == "ROBOT_STOPPED"
         assert "robot_mode REFLEX on /franka_robot_state_broadcaster/robot_state (joint_reflex)" in str(
             info["truncated_reason"]
         )
@@ -234,14 +233,7 @@ def test_an_fr3_reflex_is_read_from_its_robot_state_and_recovered_in_three_steps
         steps_at = [log.find(f"]: {step}") for step in FR3_RECOVERY_STEPS]
         assert -1 not in steps_at and steps_at == sorted(steps_at), f"not the three steps in order:\n{log}"
         assert "the robot recovered" in agent.log_text()
-        start = tcp(observation)
-        moved = 0.0
-        for step in range(10):
-            observation, _, _, truncated, _ = env.step(BACK_AND_FORTH[0].astype(np.float32) * (0.5 if step else 1.0))
-            assert not truncated, "training did not go on after the recovery"
-            moved = max(moved, float(np.linalg.norm(tcp(observation) - start)))
-        assert moved > 0.05, f"the arm did not follow after the recovery (moved {moved:.3f} m)"
-        assert limit_violations() == 0
+        assert_training_goes_on(env, observation)
     finally:
         env.close()
         operator.close()
