@@ -83,6 +83,9 @@ CASES = [
     (("--resume", "{runs}/cut"), "steps.csv has 50 bytes, less than the 200 the checkpoint at step 100 recorded"),
     (("--resume", "{runs}/missing"), "--resume {runs}/missing: no checkpoint to resume from"),
     (("--evaluate", "{runs}/none.zip"), "--evaluate {runs}/none.zip: no such file"),
+    (("--robot", "kr6"), "--robot: no robot profile 'kr6': the profiles here are panda, fr3, ur5e"),
+    (("--robot", "{runs}/arm.yaml"), "--robot: robot profile file '{runs}/arm.yaml' does not exist"),
+    (("--robot", "{runs}/no_ros_parameters.yaml"), "--robot: robot profile {runs}/no_ros_parameters.yaml: 'name' is"),
 ]
 
 
