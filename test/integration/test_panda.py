@@ -538,7 +538,7 @@ def test_mock_publishes_what_franka_ros2_publishes(processes: ProcessGroup, tmp_
 def test_pipeline_refuses_real_hardware_without_launch(ros_domain: dict[str, str]) -> None:
     done = run_module("franka_agent.pipeline", "--use-mock-hardware", "false", timeout=60)
     assert done.returncode == 2
-    assert "ros2 launch franka_agent panda_train.launch.py use_mock_hardware:=false" in done.stderr
+    assert "ros2 launch franka_agent panda_train.launch.py robot:=panda use_mock_hardware:=false" in done.stderr
 
 
 @pytest.mark.slow
