@@ -8,26 +8,16 @@ import itertools
 
 import numpy as np
 import pytest
+from arm_setup import BOX, MS, PANDA, PERIOD, controller
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from franka_agent.core.command_check import Violation, command_violations
 from franka_agent.core.controller import LINK_NEXT, SETTLE_NS, ArmController, Link, link_may_go
 from franka_agent.core.kinematics import ArmKinematics
-from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.profile_file import load_profile
+from franka_agent.core.limits import MotionLimits
 from franka_agent.core.sim import ArmSim
 from franka_agent.inprocess_env import _points
-
-PANDA = load_profile("panda")
-
-BOX = WorkspaceBox(np.array([0.2, -0.45, 0.05]), np.array([0.75, 0.45, 0.8]))
-PERIOD = 10_000_000  # 100 Hz
-MS = 1_000_000
-
-
-def controller(**kwargs: object) -> ArmController:
-    return ArmController("ee_delta", MotionLimits(PANDA, acceleration_fraction=1.0), BOX, PERIOD, **kwargs)  # type: ignore[arg-type]
 
 
 def drive(ticks: int, stalls: dict[int, float], mode: str = "ee_delta") -> tuple[list[Violation], ArmSim]:
