@@ -129,6 +129,9 @@ build_workspace() {
   (
     enter_env
     cd "$ROOT"
+    # A file deleted from src/ leaves a dangling link in a --symlink-install build
+    # tree, and setuptools then fails to copy it: drop such links first.
+    [ -d "$ROOT/build$SUFFIX" ] && find "$ROOT/build$SUFFIX" -xtype l -delete
     # shellcheck disable=SC2046  # (one path per stand-in)
     colcon --log-base "$LOGS" build --base-paths src $(stand_ins) --symlink-install \
       --build-base "$ROOT/build$SUFFIX" --install-base "$INSTALL" \
