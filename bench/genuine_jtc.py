@@ -1,0 +1,446 @@
+"""The genuine joint_trajectory_controller in the loop: what would the arm really receive?
+
+    vcs import SOURCES < bench/genuine_jtc/jazzy.repos && bench/genuine_jtc/build SOURCES
+    ./ws --distro jazzy bench genuine_jtc [--robots panda fr3 ur5e] [--distros humble jazzy]
+                                          [--minutes 10] [--overlay DIR]
+
+For each robot profile and each distribution's defaults: ros2_control's controller_manager
+(built from release sources by bench/genuine_jtc/build), at the arm's controller rate
+(1 kHz on the Franka arms, 500 Hz on the UR5e), runs the profile's
+trajectory controller, configured as the profile says
+(``core/ros2_control_description.py``), in front of ``RecordedJoints``
+(bench/genuine_jtc/check_hardware), which records every command of every update. A real
+agent process drives it, and an RL client takes it through the cases the stress tests
+cover, in turn, until ``--minutes`` of commanded motion: steady steps, steps of every
+duration (a new trajectory replaces the running one at every phase of its motion),
+adversarial actions (extremes, flips), a learner that stalls (the agent brakes and holds),
+an agent frozen mid-motion (SIGSTOP), and resets. Then, per joint, the largest velocity,
+acceleration and jerk of what the hardware was commanded (``core/commanded_motion.py``):
+the position commands on a position interface; on an effort interface, the motion the
+efforts made of the joints' inertias (gravity compensated, as Franka's torque interface
+is). Writes bench/results/genuine_jtc.json: ``{"<profile>": {"<distro>_defaults":
+{"samples", "max_velocity", "max_acceleration", "max_jerk", "limit_breaks"}}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import isolate_dds, write_result
+from franka_agent.core.commanded_motion import CommandedExtremes, commanded_extremes
+from franka_agent.core.profile import BUILT_IN_PROFILES, RobotProfile
+from franka_agent.core.profile_file import load_profile
+from franka_agent.core.ros2_control_description import (
+    BROADCASTER,
+    DISTRO_DEFAULTS,
+    controller_parameters,
+    robot_description,
+)
+
+PLUGIN = "spin_decoupler_check_hardware/RecordedJoints"
+SOURCED = "SPIN_DECOUPLER_GENUINE_JTC_SOURCED"
+DEFAULT_OVERLAY = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spin_decoupler" / "genuine_jtc_jazzy"
+)
+
+
+def in_overlay(overlay: Path) -> None:
+    """Run this script again with the overlay sourced, unless that is done; name what is
+    missing if the overlay is not built."""
+    if os.environ.get(SOURCED):
+        return
+    setup = overlay / "install" / "local_setup.bash"
+    if not setup.exists():
+        sys.exit(
+            f"genuine_jtc: no overlay at {overlay}: build it first with\n"
+            f"  vcs import SOURCES < bench/genuine_jtc/jazzy.repos && bench/genuine_jtc/build SOURCES {overlay}"
+        )
+    command = f'source "{setup}" && exec python "{Path(__file__).resolve()}" "$@"'
+    os.execvpe("bash", ["bash", "-c", command, "genuine_jtc", *sys.argv[1:]], {**os.environ, SOURCED: "1"})
+
+
+def joint_inertias(profile: RobotProfile) -> np.ndarray:
+    """Each joint's inertia at home (the mass matrix's diagonal with the armature), from the
+    MuJoCo model of the profile: what one effort moves, the coupling left out."""
+    import mujoco
+
+    from franka_agent.core.arm_mjcf import arm_mjcf
+
+    model = mujoco.MjModel.from_xml_string(arm_mjcf(profile))
+    data = mujoco.MjData(model)
+    data.qpos[: len(profile.home)] = profile.home
+    mujoco.mj_forward(model, data)
+    full = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, full)
+    return np.diag(full)[: len(profile.home)].copy()
+
+
+def wheel_preload() -> dict[str, str]:
+    """On the PyPI wheels (their bootstrapper marks the environment), the wheels'
+    librcl_lifecycle names a Python extension library, which leaves the interpreter's
+    symbols to the interpreter: a C++ process loads libpython first. None elsewhere."""
+    import sysconfig
+
+    library = Path(str(sysconfig.get_config_var("LIBDIR"))) / str(sysconfig.get_config_var("INSTSONAME"))
+    if not os.environ.get("_ROS_WHEELS_BOOTSTRAP_COMPLETE") or not library.exists():
+        return {}
+    return {"LD_PRELOAD": " ".join(filter(None, (str(library), os.environ.get("LD_PRELOAD", ""))))}
+
+
+class ControllerManager:
+    """ros2_control_node from the overlay, in its own process group, its output in a log."""
+
+    def __init__(self, parameters: Path, remaps: dict[str, str], log: Path) -> None:
+        prefix = next(
+            (
+                Path(p)
+                for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)
+                if (Path(p) / "lib" / "controller_manager").is_dir()
+            ),
+            None,
+        )
+        if prefix is None:
+            raise SystemExit("genuine_jtc: controller_manager is not on AMENT_PREFIX_PATH (is the overlay sourced?)")
+        args = ["--ros-args", "--params-file", str(parameters)]
+        for source, target in remaps.items():
+            args += ["-r", f"{source}:={target}"]
+        self.log = log
+        self._out = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [str(prefix / "lib" / "controller_manager" / "ros2_control_node"), *args],
+            stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **wheel_preload()},
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGINT, 10.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+            if self.process.poll() is not None:
+                break
+            os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        self._out.close()
+
+
+class Controllers:
+    """The controller manager's services, and the robot description it waits for."""
+
+    def __init__(self, description: str) -> None:
+        import rclpy
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+
+        from spin_decoupler_ros.rl.client import init_private_context
+
+        self._context = init_private_context()
+        self.node = rclpy.create_node("genuine_jtc_check", context=self._context)
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._description = self.node.create_publisher(String, "/robot_description", latched)
+        self._description.publish(String(data=description))
+        self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self.node)
+
+    def call(self, service: str, srv_type: Any, request: Any, timeout: float = 30.0) -> Any:
+        client: Any = self.node.create_client(srv_type, service)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise RuntimeError(f"no service {service} within {timeout} s")
+            future = client.call_async(request)
+            self._executor.spin_until_future_complete(future, timeout_sec=timeout)
+            if not future.done():
+                raise RuntimeError(f"{service} did not answer within {timeout} s")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def activate(self, names: list[str]) -> None:
+        from controller_manager_msgs.srv import ConfigureController, LoadController, SwitchController
+
+        for name in names:
+            if not self.call(
+                "/controller_manager/load_controller", LoadController, LoadController.Request(name=name)
+            ).ok:
+                raise RuntimeError(f"the controller manager did not load {name}")
+            if not self.call(
+                "/controller_manager/configure_controller", ConfigureController, ConfigureController.Request(name=name)
+            ).ok:
+                raise RuntimeError(f"the controller manager did not configure {name}")
+        request = SwitchController.Request(activate_controllers=names, strictness=SwitchController.Request.STRICT)
+        if not self.call("/controller_manager/switch_controller", SwitchController, request).ok:
+            raise RuntimeError(f"the controller manager did not activate {names}")
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        self._context.try_shutdown()
+
+
+class TrajectoryTap:
+    """Every trajectory the agent sends, with the time it arrived here (the controller's
+    clock: both are this host's system time), heard on a thread of its own; ``save``
+    writes them as flat arrays (``np.savez``: no pickles) beside the hardware's record."""
+
+    def __init__(self, topic: str) -> None:
+        import rclpy
+        from trajectory_msgs.msg import JointTrajectory
+
+        from spin_decoupler_ros.rl.client import init_private_context
+
+        self._context = init_private_context()
+        self._node = rclpy.create_node("genuine_jtc_tap", context=self._context)
+        self._clock = self._node.get_clock()
+        self.arrivals: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._node.create_subscription(JointTrajectory, topic, self._keep, 100)
+        self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self._node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            while self._context.ok():
+                self._executor.spin_once(timeout_sec=0.1)
+        except ExternalShutdownException:
+            pass  # (close(): the context shut down under the spin)
+
+    def _keep(self, msg: Any) -> None:
+        arrival = self._clock.now().nanoseconds
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        offsets = np.array([p.time_from_start.sec * 1_000_000_000 + p.time_from_start.nanosec for p in msg.points])
+        self.arrivals.append(
+            (
+                arrival,
+                stamp,
+                offsets.astype(np.int64),
+                np.array([p.positions for p in msg.points], dtype=np.float64),
+                np.array([p.velocities for p in msg.points], dtype=np.float64),
+            )
+        )
+
+    def save(self, path: Path) -> None:
+        kept = list(self.arrivals)
+        np.savez_compressed(
+            path,
+            arrival_ns=np.array([a for a, *_ in kept], dtype=np.int64),
+            stamp_ns=np.array([s for _, s, *_ in kept], dtype=np.int64),
+            point_counts=np.array([len(o) for _, _, o, *_ in kept], dtype=np.int64),
+            time_from_start_ns=np.concatenate([o for _, _, o, *_ in kept]) if kept else np.zeros(0, np.int64),
+            positions=np.concatenate([q for *_, q, _ in kept]) if kept else np.zeros((0, 0)),
+            velocities=np.concatenate([v for *_, v in kept]) if kept else np.zeros((0, 0)),
+        )
+
+    def close(self) -> None:
+        self._context.try_shutdown()
+        self._thread.join(timeout=2.0)
+
+
+# --- the cases: each drives the agent through one kind of trouble for a while -------------
+
+
+def steady(client: Any, agent: Any, rng: np.random.Generator) -> None:
+    client.reset(seed=int(rng.integers(1 << 30)))
+    for _ in range(40):
+        client.step(rng.uniform(-1.0, 1.0, size=3))
+
+
+def every_duration(client: Any, agent: Any, rng: np.random.Generator) -> None:
+    """Steps of 20-200 ms: each new trajectory replaces the last at another phase of it."""
+    client.reset(seed=int(rng.integers(1 << 30)))
+    for _ in range(60):
+        client.step(rng.uniform(-1.0, 1.0, size=3), duration=float(rng.uniform(0.02, 0.2)))
+
+
+def adversarial(client: Any, agent: Any, rng: np.random.Generator) -> None:
+    client.reset(seed=int(rng.integers(1 << 30)))
+    action = np.ones(3)
+    for step in range(60):
+        action = -action if step % 2 else rng.choice([-1.0, 1.0], size=3)
+        client.step(action)
+
+
+def stalled_learner(client: Any, agent: Any, rng: np.random.Generator) -> None:
+    """The learner quiet for 0.1-1.5 s between steps: the agent brakes and holds."""
+    client.reset(seed=int(rng.integers(1 << 30)))
+    for _ in range(8):
+        for _ in range(3):
+            client.step(rng.choice([-1.0, 1.0], size=3))
+        time.sleep(float(rng.uniform(0.1, 1.5)))
+
+
+def frozen_agent(client: Any, agent: Any, rng: np.random.Generator) -> None:
+    """SIGSTOP the agent for 0.05-1 s at a random moment after a step at speed, while the
+    arm still moves on its last command."""
+    client.reset(seed=int(rng.integers(1 << 30)))
+    for _ in range(6):
+        for _ in range(4):
+            client.step(rng.choice([-1.0, 1.0], size=3))
+        time.sleep(float(rng.uniform(0.0, 0.1)))
+        freeze(agent, float(rng.uniform(0.05, 1.0)))
+
+
+def freeze(agent: Any, seconds: float) -> None:
+    agent.kill(signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        agent.kill(signal.SIGCONT)
+
+
+CASES: dict[str, Callable[[Any, Any, np.random.Generator], None]] = {
+    "steady": steady,
+    "every_duration": every_duration,
+    "adversarial": adversarial,
+    "stalled_learner": stalled_learner,
+    "frozen_agent": frozen_agent,
+}
+
+
+@contextmanager
+def genuine_stack(profile: RobotProfile, distro: str, folder: Path) -> Iterator[Path]:
+    """The controller manager running the profile's controller on ``distro``'s defaults in
+    front of RecordedJoints; yields the record's path."""
+    record = folder / "record.bin"
+    inertias = joint_inertias(profile)
+    description = robot_description(
+        profile,
+        plugin=PLUGIN,
+        hardware_parameters={"record": str(record)},
+        joint_parameters=[
+            {"inertia": float(i), "damping": float(d)} for i, d in zip(inertias, profile.dynamics.damping, strict=True)
+        ],
+    )
+    parameters = folder / "controllers.yaml"
+    # (Each profile's drivers publish the joint states every controller cycle: the
+    # controller manager runs at that rate, 1 kHz on a Franka, 500 Hz on a UR.)
+    rate = round(profile.joint_states.rate)
+    parameters.write_text(yaml.safe_dump(controller_parameters(profile, distro, update_rate=rate)))
+    remaps = {} if profile.joint_states.topic == "/joint_states" else {"/joint_states": profile.joint_states.topic}
+    manager = ControllerManager(parameters, remaps, folder / "controller_manager.log")
+    controllers = Controllers(description)
+    try:
+        controllers.activate([BROADCASTER, profile.controller.name])
+        yield record
+    finally:
+        controllers.close()
+        manager.stop()
+
+
+def measure(profile: RobotProfile, distro: str, minutes: float, seed: int, folder: Path) -> dict[str, Any]:
+    from spin_decoupler_ros.rl import RLClient
+    from spin_decoupler_ros.tools.paths import find_config
+    from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
+
+    rng = np.random.default_rng(seed)
+    cases_run: dict[str, int] = dict.fromkeys(CASES, 0)
+    with genuine_stack(profile, distro, folder) as record:
+        tap = TrajectoryTap(profile.controller.command_topic)
+        agent = NodeProcess(
+            "franka_agent.panda_agent_node",
+            ros_args(
+                params_files=(find_config("panda_reach.yaml", package="franka_agent"),), params={"robot": profile.name}
+            ),
+            log_path=folder / "agent.log",
+            label="agent",
+        ).start()
+        try:
+            if not agent.wait_for_log("agent ready", 60.0):
+                raise RuntimeError(f"the agent did not get ready:\n{agent.log_text()[-3000:]}")
+            with RLClient(connect_timeout=60, reset_timeout=60) as client:
+                start = time.monotonic()
+                while time.monotonic() - start < minutes * 60.0:
+                    for name, case in CASES.items():
+                        case(client, agent, rng)
+                        cases_run[name] += 1
+                        print(f"{profile.name} {distro}: {name} ({time.monotonic() - start:.0f} s)", flush=True)
+        finally:
+            agent.stop()
+            tap.close()
+            tap.save(folder / "trajectories.npz")
+        rows = np.fromfile(record, dtype=np.float64)
+    joints = len(profile.joint_names)
+    width = 2 + 3 * joints
+    rows = rows[: rows.size // width * width].reshape(-1, width)
+    # Timed as the controller advances its trajectory: by the loop's measured periods
+    # (check_hardware/src/recorded_joints.cpp).
+    times = rows[0, 0] + np.cumsum(rows[:, 1]) - rows[0, 1]
+    positions, commands = rows[:, 2 : 2 + joints], rows[:, 2 + 2 * joints :]
+    if profile.controller.interface == "position":
+        extremes = commanded_extremes(times, commands)
+    else:  # the joints' motion, where an effort was commanded
+        moved = np.where(np.all(np.isfinite(commands), axis=1)[:, None], positions, np.nan)
+        extremes = commanded_extremes(times, moved)
+    return summary(profile, extremes, cases_run, times)
+
+
+def summary(
+    profile: RobotProfile, extremes: CommandedExtremes, cases_run: dict[str, int], times: np.ndarray
+) -> dict[str, Any]:
+    breaks = extremes.limit_breaks(profile.limits)
+    periods = np.diff(times)
+    return {
+        "samples": extremes.samples,
+        "commanded_seconds": round(extremes.samples / profile.joint_states.rate, 1),
+        "measured": "position commands" if profile.controller.interface == "position" else "joint motion under effort",
+        "max_velocity": [round(float(v), 4) for v in extremes.max_velocity],
+        "max_acceleration": [round(float(v), 3) for v in extremes.max_acceleration],
+        "max_jerk": [round(float(v), 1) for v in extremes.max_jerk],
+        "limits": {
+            "velocity": [float(v) for v in profile.limits.velocity],
+            "acceleration": [float(v) for v in profile.limits.acceleration],
+            "jerk": [float(v) for v in profile.limits.jerk],
+        },
+        "limit_breaks": sum(len(joints) for joints in breaks.values()),
+        "joints_over": breaks,
+        "cases": cases_run,
+        "update_period_ms": {
+            "median": round(float(np.median(periods)) * 1e3, 3),
+            "p99": round(float(np.percentile(periods, 99)) * 1e3, 3),
+            "max": round(float(periods.max()) * 1e3, 3),
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robots", nargs="+", default=list(BUILT_IN_PROFILES))
+    parser.add_argument("--distros", nargs="+", default=sorted(DISTRO_DEFAULTS), choices=sorted(DISTRO_DEFAULTS))
+    parser.add_argument("--minutes", type=float, default=10.0, help="commanded motion per profile and distro")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--overlay", type=Path, default=Path(os.environ.get("GENUINE_JTC_OVERLAY", DEFAULT_OVERLAY)))
+    parser.add_argument("--keep", type=Path, help="keep each case's logs and record here")
+    args = parser.parse_args()
+    in_overlay(args.overlay)
+    isolate_dds()
+    result: dict[str, Any] = {"minutes_each": args.minutes, "seed": args.seed}
+    with tempfile.TemporaryDirectory(prefix="genuine_jtc_") as scratch:
+        for robot in args.robots:
+            profile = load_profile(robot)
+            for distro in args.distros:
+                folder = (args.keep or Path(scratch)) / f"{robot}_{distro}"
+                folder.mkdir(parents=True, exist_ok=True)
+                result.setdefault(robot, {})[f"{distro}_defaults"] = measure(
+                    profile, distro, args.minutes, args.seed, folder
+                )
+                write_result("genuine_jtc", result)
+
+
+if __name__ == "__main__":
+    main()
