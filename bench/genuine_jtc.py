@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,6 +50,7 @@ from franka_agent.core.ros2_control_description import (
     controller_parameters,
     robot_description,
 )
+from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
 
 PLUGIN = "spin_decoupler_check_hardware/RecordedJoints"
 SOURCED = "SPIN_DECOUPLER_GENUINE_JTC_SOURCED"
@@ -102,41 +102,31 @@ def wheel_preload() -> dict[str, str]:
     return {"LD_PRELOAD": " ".join(filter(None, (str(library), os.environ.get("LD_PRELOAD", ""))))}
 
 
-class ControllerManager:
-    """ros2_control_node from the overlay, in its own process group, its output in a log."""
+class ControllerManager(NodeProcess):
+    """ros2_control_node from the overlay: a process started and stopped as the nodes are
+    (``NodeProcess``), only not a Python module."""
 
-    def __init__(self, parameters: Path, remaps: dict[str, str], log: Path) -> None:
-        prefix = next(
-            (
-                Path(p)
-                for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)
-                if (Path(p) / "lib" / "controller_manager").is_dir()
-            ),
-            None,
-        )
-        if prefix is None:
-            raise SystemExit("genuine_jtc: controller_manager is not on AMENT_PREFIX_PATH (is the overlay sourced?)")
-        args = ["--ros-args", "--params-file", str(parameters)]
-        for source, target in remaps.items():
-            args += ["-r", f"{source}:={target}"]
-        self.log = log
-        self._out = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [str(prefix / "lib" / "controller_manager" / "ros2_control_node"), *args],
-            stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **wheel_preload()},
-        )  # fmt: skip
+    def argv(self) -> list[str]:
+        return [self.module, *self.args]
 
-    def stop(self) -> None:
-        for sig, wait in ((signal.SIGINT, 10.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-            if self.process.poll() is not None:
-                break
-            os.killpg(self.process.pid, sig)
-            try:
-                self.process.wait(wait)
-            except subprocess.TimeoutExpired:
-                continue
-        self._out.close()
+
+def start_controller_manager(parameters: Path, remaps: dict[str, str], log: Path) -> ControllerManager:
+    prefix = next(
+        (
+            Path(p)
+            for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)
+            if (Path(p) / "lib" / "controller_manager").is_dir()
+        ),
+        None,
+    )
+    if prefix is None:
+        raise SystemExit("genuine_jtc: controller_manager is not on AMENT_PREFIX_PATH (is the overlay sourced?)")
+    executable = prefix / "lib" / "controller_manager" / "ros2_control_node"
+    manager = ControllerManager(
+        str(executable), ros_args(params_files=(parameters,), remaps=remaps), log_path=log, env=wheel_preload()
+    )
+    manager.start()
+    return manager
 
 
 class Controllers:
@@ -333,7 +323,7 @@ def genuine_stack(profile: RobotProfile, distro: str, folder: Path) -> Iterator[
     rate = round(profile.joint_states.rate)
     parameters.write_text(yaml.safe_dump(controller_parameters(profile, distro, update_rate=rate)))
     remaps = {} if profile.joint_states.topic == "/joint_states" else {"/joint_states": profile.joint_states.topic}
-    manager = ControllerManager(parameters, remaps, folder / "controller_manager.log")
+    manager = start_controller_manager(parameters, remaps, folder / "controller_manager.log")
     controllers = Controllers(description)
     try:
         controllers.activate([BROADCASTER, profile.controller.name])
@@ -346,7 +336,6 @@ def genuine_stack(profile: RobotProfile, distro: str, folder: Path) -> Iterator[
 def measure(profile: RobotProfile, distro: str, minutes: float, seed: int, folder: Path) -> dict[str, Any]:
     from spin_decoupler_ros.rl import RLClient
     from spin_decoupler_ros.tools.paths import find_config
-    from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
 
     rng = np.random.default_rng(seed)
     cases_run: dict[str, int] = dict.fromkeys(CASES, 0)

@@ -118,7 +118,7 @@ class NodeProcess:
             self._log_start = self._log.tell()
             out = self._log
         self.process = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", self.module, *self.args],
+            self.argv(),
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -126,6 +126,10 @@ class NodeProcess:
             start_new_session=True,  # its own process group: signals reach all its threads and children
         )
         return self
+
+    def argv(self) -> list[str]:
+        """The command line: ``python -m module args``, after the prefix."""
+        return [*self.prefix, sys.executable, "-m", self.module, *self.args]
 
     @property
     def name(self) -> str:
