@@ -176,9 +176,11 @@ core_tests() {
 }
 
 # What runs on Jazzy in ./ws test: everything that needs no long training and holds no
-# timing bound (those run on Kilted, and under the stress gate); the full suite runs with
+# timing bound (those run on Kilted, and under the stress gate), and the genuine controller
+# check where its overlay is built (it skips elsewhere); the full suite runs with
 # ./ws --distro jazzy test.
 JAZZY_TESTS=(test/unit src/spin_decoupler_ros/test src/franka_agent/test test/integration/test_env_and_skeletons.py test/integration/test_names.py
+             test/integration/test_genuine_jtc.py
              test/integration/test_readme.py test/integration/test_config_errors.py
              test/integration/test_dds_profile_applied.py test/integration/test_executors.py)
 jazzy_tests() {

@@ -25,6 +25,7 @@ is). Writes bench/results/genuine_jtc.json: ``{"<profile>": {"<distro>_defaults"
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -41,7 +42,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import isolate_dds, write_result
-from franka_agent.core.commanded_motion import CommandedExtremes, commanded_extremes
+from franka_agent.core.commanded_motion import CommandedExtremes, commanded_extremes, trajectory_times
+from franka_agent.core.jtc_update import ControllerUpdate, largest_errors, replay_recording
 from franka_agent.core.profile import BUILT_IN_PROFILES, RobotProfile
 from franka_agent.core.profile_file import load_profile
 from franka_agent.core.ros2_control_description import (
@@ -53,6 +55,9 @@ from franka_agent.core.ros2_control_description import (
 from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
 
 PLUGIN = "spin_decoupler_check_hardware/RecordedJoints"
+# The agent's accelerations capped so that their steps at the points stay within the jerk
+# limits at the controller's update rate (core/limits.py): without, they do not.
+AGENT_SETTINGS = {"jerk_capped": True}
 SOURCED = "SPIN_DECOUPLER_GENUINE_JTC_SOURCED"
 DEFAULT_OVERLAY = (
     Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spin_decoupler" / "genuine_jtc_jazzy"
@@ -181,22 +186,33 @@ class Controllers:
         self._context.try_shutdown()
 
 
-class TrajectoryTap:
-    """Every trajectory the agent sends, with the time it arrived here (the controller's
-    clock: both are this host's system time), heard on a thread of its own; ``save``
-    writes them as flat arrays (``np.savez``: no pickles) beside the hardware's record."""
+class Tap:
+    """What goes into the controller and what it makes of it, heard on a thread of its own:
+    every trajectory the agent sends, with the time it arrived here (the controller's clock:
+    both are this host's system time), and every ``~/controller_state`` the controller
+    publishes (its reference, sampled at its trajectory time, ``time_from_start`` after the
+    active trajectory's start). ``save`` writes them as flat arrays (``np.savez``: no
+    pickles) beside the hardware's record."""
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, command_topic: str) -> None:
         import rclpy
+        from control_msgs.msg import JointTrajectoryControllerState
+        from rclpy.qos import QoSProfile
         from trajectory_msgs.msg import JointTrajectory
 
         from spin_decoupler_ros.rl.client import init_private_context
 
         self._context = init_private_context()
         self._node = rclpy.create_node("genuine_jtc_tap", context=self._context)
-        self._clock = self._node.get_clock()
+        self.clock = self._node.get_clock()
         self.arrivals: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._node.create_subscription(JointTrajectory, topic, self._keep, 100)
+        self.states: list[tuple[int, int, tuple[float, ...], tuple[float, ...], tuple[float, ...]]] = []
+        self._node.create_subscription(JointTrajectory, command_topic, self._keep, 100)
+        state_topic = command_topic.rsplit("/", 1)[0] + "/controller_state"
+        self._node.create_subscription(
+            JointTrajectoryControllerState, state_topic, self._keep_state, QoSProfile(depth=1000)
+        )
+        self.publisher = self._node.create_publisher(JointTrajectory, command_topic, 10)  # (``bridges``)
         self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self._node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -212,7 +228,7 @@ class TrajectoryTap:
             pass  # (close(): the context shut down under the spin)
 
     def _keep(self, msg: Any) -> None:
-        arrival = self._clock.now().nanoseconds
+        arrival = self.clock.now().nanoseconds
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         offsets = np.array([p.time_from_start.sec * 1_000_000_000 + p.time_from_start.nanosec for p in msg.points])
         self.arrivals.append(
@@ -221,12 +237,32 @@ class TrajectoryTap:
                 stamp,
                 offsets.astype(np.int64),
                 np.array([p.positions for p in msg.points], dtype=np.float64),
-                np.array([p.velocities for p in msg.points], dtype=np.float64),
+                np.array([p.velocities if len(p.velocities) else [np.nan] * len(p.positions) for p in msg.points]),
             )
         )
 
+    def _keep_state(self, msg: Any) -> None:
+        reference = msg.reference
+        self.states.append(
+            (
+                msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec,
+                reference.time_from_start.sec * 1_000_000_000 + reference.time_from_start.nanosec,
+                tuple(reference.positions),
+                tuple(reference.velocities),
+                tuple(msg.feedback.positions),
+            )
+        )
+
+    def latest_reference(self, timeout: float = 10.0) -> np.ndarray:
+        deadline = time.monotonic() + timeout
+        while not self.states:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the controller published no ~/controller_state")
+            time.sleep(0.01)
+        return np.array(self.states[-1][2])
+
     def save(self, path: Path) -> None:
-        kept = list(self.arrivals)
+        kept, states = list(self.arrivals), list(self.states)
         np.savez_compressed(
             path,
             arrival_ns=np.array([a for a, *_ in kept], dtype=np.int64),
@@ -235,6 +271,11 @@ class TrajectoryTap:
             time_from_start_ns=np.concatenate([o for _, _, o, *_ in kept]) if kept else np.zeros(0, np.int64),
             positions=np.concatenate([q for *_, q, _ in kept]) if kept else np.zeros((0, 0)),
             velocities=np.concatenate([v for *_, v in kept]) if kept else np.zeros((0, 0)),
+            state_stamp_ns=np.array([s[0] for s in states], dtype=np.int64),
+            state_time_from_start_ns=np.array([s[1] for s in states], dtype=np.int64),
+            reference_positions=np.array([s[2] for s in states], dtype=np.float64),
+            reference_velocities=np.array([s[3] for s in states], dtype=np.float64),
+            feedback_positions=np.array([s[4] for s in states], dtype=np.float64),
         )
 
     def close(self) -> None:
@@ -286,6 +327,37 @@ def frozen_agent(client: Any, agent: Any, rng: np.random.Generator) -> None:
         freeze(agent, float(rng.uniform(0.05, 1.0)))
 
 
+def bridges(tap: Tap, joint_names: list[str], seconds: float, rng: np.random.Generator) -> None:
+    """Trajectories sent straight to the controller, as an agent that did not start them
+    in the past would: each one's first point 5-40 ms ahead, so the controller bridges to
+    it from its last command; three points 40 ms apart around where it was, with
+    velocities (cubic) or, one in four, without (linear); one every 15-60 ms, replacing
+    the last at every phase. What the emulation must do with a bridge (the golden traces)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    centre = tap.latest_reference()
+    clock = tap.clock
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        msg = JointTrajectory()
+        msg.header.stamp = clock.now().to_msg()
+        msg.joint_names = list(joint_names)
+        first = float(rng.uniform(0.005, 0.04))
+        cubic = rng.random() > 0.25
+        for i in range(3):
+            point = JointTrajectoryPoint()
+            point.positions = [float(x) for x in centre + rng.uniform(-0.03, 0.03, size=centre.size)]
+            if cubic:  # at rest at the end: Jazzy refuses a trajectory that ends moving
+                velocities = rng.uniform(-0.3, 0.3, size=centre.size) if i < 2 else np.zeros(centre.size)
+                point.velocities = [float(x) for x in velocities]
+            at = int((first + 0.04 * i) * 1e9)
+            point.time_from_start = Duration(sec=at // 1_000_000_000, nanosec=at % 1_000_000_000)
+            msg.points.append(point)
+        tap.publisher.publish(msg)
+        time.sleep(float(rng.uniform(0.015, 0.06)))
+
+
 def freeze(agent: Any, seconds: float) -> None:
     agent.kill(signal.SIGSTOP)
     try:
@@ -333,18 +405,29 @@ def genuine_stack(profile: RobotProfile, distro: str, folder: Path) -> Iterator[
         manager.stop()
 
 
-def measure(profile: RobotProfile, distro: str, minutes: float, seed: int, folder: Path) -> dict[str, Any]:
+def measure(
+    profile: RobotProfile,
+    distro: str,
+    minutes: float,
+    seed: int,
+    folder: Path,
+    cases: dict[str, Callable[[Any, Any, np.random.Generator], None]] = CASES,
+    bridging_seconds: float = 0.0,
+) -> dict[str, Any]:
     from spin_decoupler_ros.rl import RLClient
     from spin_decoupler_ros.tools.paths import find_config
 
     rng = np.random.default_rng(seed)
-    cases_run: dict[str, int] = dict.fromkeys(CASES, 0)
+    cases_run: dict[str, int] = dict.fromkeys(cases, 0)
     with genuine_stack(profile, distro, folder) as record:
-        tap = TrajectoryTap(profile.controller.command_topic)
+        tap = Tap(profile.controller.command_topic)
+        if bridging_seconds:
+            bridges(tap, list(profile.joint_names), bridging_seconds, rng)
         agent = NodeProcess(
             "franka_agent.panda_agent_node",
             ros_args(
-                params_files=(find_config("panda_reach.yaml", package="franka_agent"),), params={"robot": profile.name}
+                params_files=(find_config("panda_reach.yaml", package="franka_agent"),),
+                params={"robot": profile.name, **AGENT_SETTINGS},
             ),
             log_path=folder / "agent.log",
             label="agent",
@@ -354,11 +437,13 @@ def measure(profile: RobotProfile, distro: str, minutes: float, seed: int, folde
                 raise RuntimeError(f"the agent did not get ready:\n{agent.log_text()[-3000:]}")
             with RLClient(connect_timeout=60, reset_timeout=60) as client:
                 start = time.monotonic()
-                while time.monotonic() - start < minutes * 60.0:
-                    for name, case in CASES.items():
+                while not cases_run or time.monotonic() - start < minutes * 60.0 or not all(cases_run.values()):
+                    for name, case in cases.items():
                         case(client, agent, rng)
                         cases_run[name] += 1
                         print(f"{profile.name} {distro}: {name} ({time.monotonic() - start:.0f} s)", flush=True)
+                    if time.monotonic() - start >= minutes * 60.0:
+                        break
         finally:
             agent.stop()
             tap.close()
@@ -367,30 +452,77 @@ def measure(profile: RobotProfile, distro: str, minutes: float, seed: int, folde
     joints = len(profile.joint_names)
     width = 2 + 3 * joints
     rows = rows[: rows.size // width * width].reshape(-1, width)
-    # Timed as the controller advances its trajectory: by the loop's measured periods
+    # The loop's clock: the measured periods the controllers advance by
     # (check_hardware/src/recorded_joints.cpp).
-    times = rows[0, 0] + np.cumsum(rows[:, 1]) - rows[0, 1]
+    loop_times = rows[0, 0] + np.cumsum(rows[:, 1]) - rows[0, 1]
     positions, commands = rows[:, 2 : 2 + joints], rows[:, 2 + 2 * joints :]
     if profile.controller.interface == "position":
-        extremes = commanded_extremes(times, commands)
+        at_the_hardware = commanded_extremes(loop_times, commands)
     else:  # the joints' motion, where an effort was commanded
-        moved = np.where(np.all(np.isfinite(commands), axis=1)[:, None], positions, np.nan)
-        extremes = commanded_extremes(times, moved)
-    return summary(profile, extremes, cases_run, times)
+        at_the_hardware = commanded_extremes(
+            loop_times, np.where(np.all(np.isfinite(commands), axis=1)[:, None], positions, np.nan)
+        )
+    period = 1.0 / round(profile.joint_states.rate)
+    reference = reference_extremes(folder / "trajectories.npz", period)
+    return {
+        **summary(profile, reference, at_the_hardware, cases_run, loop_times),
+        "mock_vs_genuine": mock_vs_genuine(folder / "trajectories.npz", period),
+    }
+
+
+def mock_vs_genuine(taps: Path, update_period: float) -> dict[str, Any]:
+    """The emulation (core/jtc_update.py, Jazzy's update) fed what the genuine controller
+    took, where it took it, against the genuine reference: as test_genuine_jtc_golden.py
+    does with the golden traces, over the whole run."""
+    with np.load(taps) as tapped:
+        recording = {name: tapped[name] for name in tapped.files}
+    replayed = replay_recording(recording, ControllerUpdate("jazzy", update_period))
+    position, velocity = largest_errors(recording, replayed)
+    return {
+        "max_position_error_rad": position,
+        "max_velocity_error_rad_s": velocity,
+        "rows_checked": int(np.sum(replayed.checkable)),
+    }
+
+
+def reference_extremes(taps: Path, update_period: float) -> CommandedExtremes:
+    """The controller's reference, each sample at its time on the controller's trajectory
+    clock (``trajectory_times``): what it makes of the agent's trajectories, free of the
+    jitter of the update's clock reads. Differences are taken between consecutive
+    updates only: where the real-time publisher dropped an update's state (it does when
+    the last is still going out), the run ends, as a difference across the gap would be
+    an average over it."""
+    with np.load(taps) as tapped:
+        times_ns = trajectory_times(tapped["state_stamp_ns"], tapped["state_time_from_start_ns"], tapped["stamp_ns"])
+        reference = tapped["reference_positions"]
+    times = (times_ns - times_ns[0]) * 1e-9
+    gaps = np.flatnonzero(np.diff(times) > 1.5 * update_period) + 1
+    times = np.insert(times, gaps, np.nan)
+    reference = np.insert(reference, gaps, np.nan, axis=0)
+    return commanded_extremes(times, reference)
+
+
+def rounded(values: np.ndarray, digits: int) -> list[float]:
+    return [round(float(v), digits) for v in values]
 
 
 def summary(
-    profile: RobotProfile, extremes: CommandedExtremes, cases_run: dict[str, int], times: np.ndarray
+    profile: RobotProfile,
+    reference: CommandedExtremes,
+    at_the_hardware: CommandedExtremes,
+    cases_run: dict[str, int],
+    loop_times: np.ndarray,
 ) -> dict[str, Any]:
-    breaks = extremes.limit_breaks(profile.limits)
-    periods = np.diff(times)
+    breaks = reference.limit_breaks(profile.limits)
+    periods = np.diff(loop_times)
     return {
-        "samples": extremes.samples,
-        "commanded_seconds": round(extremes.samples / profile.joint_states.rate, 1),
-        "measured": "position commands" if profile.controller.interface == "position" else "joint motion under effort",
-        "max_velocity": [round(float(v), 4) for v in extremes.max_velocity],
-        "max_acceleration": [round(float(v), 3) for v in extremes.max_acceleration],
-        "max_jerk": [round(float(v), 1) for v in extremes.max_jerk],
+        "samples": reference.samples,
+        "updates": at_the_hardware.samples,
+        "commanded_seconds": round(at_the_hardware.samples / profile.joint_states.rate, 1),
+        "measured": "the controller's reference on its trajectory clock (~/controller_state)",
+        "max_velocity": rounded(reference.max_velocity, 4),
+        "max_acceleration": rounded(reference.max_acceleration, 3),
+        "max_jerk": rounded(reference.max_jerk, 1),
         "limits": {
             "velocity": [float(v) for v in profile.limits.velocity],
             "acceleration": [float(v) for v in profile.limits.acceleration],
@@ -398,6 +530,13 @@ def summary(
         },
         "limit_breaks": sum(len(joints) for joints in breaks.values()),
         "joints_over": breaks,
+        "on_the_loop_clock": {
+            "measured": "position commands"
+            if profile.controller.interface == "position"
+            else "joint motion under the efforts",
+            "max_acceleration": rounded(at_the_hardware.max_acceleration, 3),
+            "max_jerk": rounded(at_the_hardware.max_jerk, 1),
+        },
         "cases": cases_run,
         "update_period_ms": {
             "median": round(float(np.median(periods)) * 1e3, 3),
@@ -405,6 +544,47 @@ def summary(
             "max": round(float(periods.max()) * 1e3, 3),
         },
     }
+
+
+GOLDEN_CASES: dict[str, Callable[[Any, Any, np.random.Generator], None]] = {"every_duration": every_duration}
+GOLDEN_BRIDGING_S = 2.0
+GOLDEN_AGENT_S = 2.5
+
+
+def write_golden(profile: RobotProfile, distro: str, taps: Path, golden: Path) -> None:
+    """What test_genuine_jtc_golden.py replays: the trajectories the controller took and
+    its reference at every update it published, with the controller's settings. Two
+    windows, to keep the file small: the bridges, and the last ``GOLDEN_AGENT_S`` of the
+    agent's trajectories."""
+    with np.load(taps) as tapped:
+        kept = {name: tapped[name] for name in tapped.files}
+    stamps, states = kept["stamp_ns"], kept["state_stamp_ns"]
+    bridges_end = int(stamps[0] + (GOLDEN_BRIDGING_S + 0.3) * 1e9)
+    agent_start = int(states[-1] - GOLDEN_AGENT_S * 1e9)
+    rows = (states <= bridges_end) | (states >= agent_start)
+    # (and the trajectories that may be active in them: sent up to a second before)
+    wanted = (stamps <= bridges_end) | (stamps >= agent_start - 1_000_000_000)
+    points = np.repeat(wanted, kept["point_counts"])
+    parameters = controller_parameters(profile, distro, update_rate=round(profile.joint_states.rate))
+    settings = parameters[profile.controller.name]["ros__parameters"]
+    np.savez_compressed(
+        golden,
+        profile=np.array(profile.name),
+        distro_defaults=np.array(distro),
+        controller=np.array("joint_trajectory_controller 4.42.1 (ros2_controllers, Jazzy), bench/genuine_jtc"),
+        update_period=np.array(1.0 / round(profile.joint_states.rate)),
+        from_desired_state=np.array(
+            bool(settings.get("interpolate_from_desired_state") or settings.get("open_loop_control"))
+        ),
+        stamp_ns=stamps[wanted],
+        point_counts=kept["point_counts"][wanted],
+        **{name: kept[name][points] for name in ("time_from_start_ns", "positions", "velocities")},
+        state_stamp_ns=states[rows],
+        state_time_from_start_ns=kept["state_time_from_start_ns"][rows],
+        reference_positions=kept["reference_positions"][rows],
+        reference_velocities=kept["reference_velocities"][rows],
+    )
+    print(f"wrote {golden} ({golden.stat().st_size / 1e6:.2f} MB)", flush=True)
 
 
 def main() -> None:
@@ -415,20 +595,44 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overlay", type=Path, default=Path(os.environ.get("GENUINE_JTC_OVERLAY", DEFAULT_OVERLAY)))
     parser.add_argument("--keep", type=Path, help="keep each case's logs and record here")
+    parser.add_argument(
+        "--golden", type=Path, help="instead, record the golden traces of test_genuine_jtc_golden.py into this folder"
+    )
+    parser.add_argument("--result", type=Path, help="write the result here instead of bench/results/genuine_jtc.json")
     args = parser.parse_args()
     in_overlay(args.overlay)
     isolate_dds()
-    result: dict[str, Any] = {"minutes_each": args.minutes, "seed": args.seed}
+    result: dict[str, Any] = {"minutes_each": args.minutes, "seed": args.seed, "agent": AGENT_SETTINGS}
     with tempfile.TemporaryDirectory(prefix="genuine_jtc_") as scratch:
         for robot in args.robots:
             profile = load_profile(robot)
             for distro in args.distros:
                 folder = (args.keep or Path(scratch)) / f"{robot}_{distro}"
                 folder.mkdir(parents=True, exist_ok=True)
-                result.setdefault(robot, {})[f"{distro}_defaults"] = measure(
-                    profile, distro, args.minutes, args.seed, folder
+                if args.golden:
+                    measure(profile, distro, 0.0, args.seed, folder, GOLDEN_CASES, GOLDEN_BRIDGING_S)
+                    args.golden.mkdir(parents=True, exist_ok=True)
+                    write_golden(profile, distro, folder / "trajectories.npz", args.golden / f"{robot}_{distro}.npz")
+                    continue
+                measured = measure(profile, distro, args.minutes, args.seed, folder)
+                compared = measured.pop("mock_vs_genuine")
+                result.setdefault(robot, {})[f"{distro}_defaults"] = measured
+                overall = result.setdefault(
+                    "mock_vs_genuine",
+                    {"max_position_error_rad": 0.0, "max_velocity_error_rad_s": 0.0, "rows_checked": 0, "cases": []},
                 )
-                write_result("genuine_jtc", result)
+                overall["max_position_error_rad"] = max(
+                    overall["max_position_error_rad"], compared["max_position_error_rad"]
+                )
+                overall["max_velocity_error_rad_s"] = max(
+                    overall["max_velocity_error_rad_s"], compared["max_velocity_error_rad_s"]
+                )
+                overall["rows_checked"] += compared["rows_checked"]
+                overall["cases"].append(f"{robot} {distro}_defaults: " + ", ".join(measured["cases"]))
+                if args.result:
+                    args.result.write_text(json.dumps(result, indent=2) + "\n")
+                else:
+                    write_result("genuine_jtc", result)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from gymnasium import spaces
 
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, Command, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
+from franka_agent.core.motion import CARTESIAN_ACCELERATION, CARTESIAN_ACCELERATION_JERK_CAPPED
 from franka_agent.core.profile_file import load_profile
 from franka_agent.core.sim import ArmSim
 from franka_agent.core.trajectory import TrajectoryPoint
@@ -51,6 +52,7 @@ class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
             velocity_fraction=float(agent.get("velocity_fraction", 0.5)),
             acceleration_fraction=float(agent.get("acceleration_fraction", 0.5)),
             joint_margin=float(agent.get("joint_margin", 0.05)),
+            jerk_capped=bool(agent.get("jerk_capped", False)),
         )
         box = WorkspaceBox(
             np.array(agent.get("workspace_low", profile.workspace_low), dtype=np.float64),
@@ -68,7 +70,12 @@ class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
             max_ee_step=float(agent.get("max_ee_step", 0.03)),
             max_joint_step=float(agent.get("max_joint_step", 0.15)),
             cartesian_speed=float(agent.get("cartesian_speed", 0.3)),
-            cartesian_acceleration=float(agent.get("cartesian_acceleration", 2.0)),
+            cartesian_acceleration=float(
+                agent.get(
+                    "cartesian_acceleration",
+                    CARTESIAN_ACCELERATION_JERK_CAPPED if limits.jerk_capped else CARTESIAN_ACCELERATION,
+                )
+            ),
         )
         self.task = ReachTask(
             task.get("target_low", profile.target_low),
@@ -87,7 +94,7 @@ class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
     def _tick(self) -> None:
         """One control period: command, then simulate it."""
         command = self.controller.command(self._now_ns)
-        if command is not None:
+        if command is not None and not command.repeat:
             self.sim.command(_points(command), command.stamp_ns / NS)
         self.sim.step(self._steps_per_tick)
         self._now_ns += self.period_ns

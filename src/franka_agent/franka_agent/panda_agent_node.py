@@ -150,6 +150,8 @@ class PandaAgent(AgentNode):
             if not self.controller.settle_uncertainty(q, dq, self.arm.stamp_ns):
                 return  # not at rest yet: the controller goes on with whichever it has
         command = self.controller.command(now_ns)
+        if command is not None and command.repeat:
+            return  # the last command goes on: the controller bridges to its first point
         if command is None:  # nothing measured yet: the joint controller holds the arm where it is
             self.get_logger().warning(
                 f"no joint state on {self.settings.joint_states_topic} yet: commanding nothing (is the robot's "

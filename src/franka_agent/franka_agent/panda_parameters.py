@@ -11,11 +11,11 @@ from rclpy.node import Node
 
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.motion import ACTION_MODES
+from franka_agent.core.motion import ACTION_MODES, CARTESIAN_ACCELERATION, CARTESIAN_ACCELERATION_JERK_CAPPED
 from franka_agent.core.profile import RobotProfile
 from franka_agent.core.profile_file import load_profile
 from spin_decoupler_ros.core.errors import ParameterError
-from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,14 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
         joint_margin=declare_float(
             node, "joint_margin", 0.05, "distance kept from the joint limits", unit="rad", low=0.0, high=0.4
         ),
+        jerk_capped=declare_bool(
+            node,
+            "jerk_capped",
+            False,
+            "cap the joint accelerations so that a full reversal in one controller update stays within the "
+            "arm's jerk limits (the controller's reference then does: docs/genuine_jtc.md; the arm is 2-4x slower)",
+        ),
     )
-    rate = 1e9 / control_period_ns
-    if rate > limits.max_control_rate() * 1.0001:
-        allowed = limits.acceleration_fraction * limits.max_control_rate() / rate
-        raise ParameterError(
-            f"parameter 'acceleration_fraction' = {limits.acceleration_fraction:g} would let the commands' jerk "
-            f"exceed the {profile.name}'s limits at control_rate {rate:g} Hz; allowed at this rate: "
-            f"acceleration_fraction <= {allowed:.3g}"
-        )
     low = declare_float_list(
         node, "workspace_low", list(profile.workspace_low), "workspace box lower corner (m; the profile's by default)"
     )
@@ -86,7 +85,13 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
             node, "cartesian_speed", 0.3, "TCP speed limit per axis", unit="m/s", low=0.01, high=1.7
         ),
         "cartesian_acceleration": declare_float(
-            node, "cartesian_acceleration", 2.0, "TCP acceleration limit per axis", unit="m/s^2", low=0.1, high=13.0
+            node,
+            "cartesian_acceleration",
+            CARTESIAN_ACCELERATION_JERK_CAPPED if limits.jerk_capped else CARTESIAN_ACCELERATION,
+            "TCP acceleration limit per axis",
+            unit="m/s^2",
+            low=0.1,
+            high=13.0,
         ),
     }
     reset_noise = declare_float(

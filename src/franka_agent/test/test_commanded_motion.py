@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from franka_agent.core.commanded_motion import commanded_extremes
+from franka_agent.core.commanded_motion import commanded_extremes, trajectory_times
 from franka_agent.core.profile_file import load_profile
 
 pytestmark = pytest.mark.core
@@ -65,3 +65,31 @@ def test_updates_without_a_command_end_a_run_and_a_jump_across_them_is_not_motio
 def test_times_that_do_not_increase_are_refused_naming_the_row() -> None:
     with pytest.raises(ValueError, match="from row 0"):
         commanded_extremes(np.array([0.0, 0.001, 0.001]), np.zeros((3, 1)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    gaps=st.lists(st.integers(2, 40), min_size=1, max_size=8),
+    jitter=st.lists(st.integers(-60_000, 60_000), min_size=400, max_size=400),
+    held=st.integers(0, 7),
+)
+def test_the_trajectory_clock_is_recovered_from_stamps_that_jitter(
+    gaps: list[int], jitter: list[int], held: int
+) -> None:
+    """The controller takes trajectory k at update takes[k] and samples it at its start plus
+    the periods since; stamps are the updates' times, off by tens of microseconds. One
+    trajectory (``held``) is the controller's own hold: its start is no message's stamp."""
+    period = 1_000_000
+    takes = np.cumsum([1, *gaps])
+    updates = np.arange(takes[-1] + 20)
+    stamps = 5_000_000_000_000 + updates * period + np.array(jitter[: updates.size], dtype=np.int64)
+    starts = stamps[takes] - np.arange(1, takes.size + 1) * 250_000  # each sent before it is taken
+    active = np.searchsorted(takes, updates, side="right") - 1
+    first = active >= 0
+    truth = stamps[takes[active]] + (updates - takes[active]) * period  # traj_time_
+    held_trajectory = held % takes.size
+    starts[held_trajectory] = stamps[takes[held_trajectory]]  # its start is the update's time
+    offsets = truth - starts[active]
+    known = np.delete(starts, held_trajectory)
+    found = trajectory_times(stamps[first], offsets[first], known)
+    assert np.array_equal(found, truth[first])

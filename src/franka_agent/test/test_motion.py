@@ -82,7 +82,7 @@ def test_ee_delta_actions_move_the_hand_straight_along_the_commanded_axis() -> N
             start = PANDA.tcp_position(arm.q)
             action = np.zeros(3)
             action[axis] = sign
-            for _ in range(6):  # six RL steps of 0.1 s at 100 Hz
+            for _ in range(8):  # eight RL steps of 0.1 s at 100 Hz
                 arm.act(action)
                 for _ in range(10):
                     arm.step(0.01)
@@ -174,7 +174,8 @@ def _braking_excess(q: np.ndarray, v: np.ndarray, limits: MotionLimits, box: Wor
     return max(box.excess(kinematics.tcp(p)) for p in positions), max(box.excess(kinematics.tcp(p)) for p in path)
 
 
-def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box() -> None:
+@pytest.mark.parametrize("jerk_capped", [False, True])
+def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box(jerk_capped: bool) -> None:
     """The guard accepts a reference state only if braking from it keeps the TCP inside
     the workspace box, and every command ends with that braking. At the edge of what it
     accepts (the fastest state along a random direction, from a hand a centimetre inside
@@ -182,7 +183,7 @@ def test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box() -> None
     keep 0.7 mm of the millimetre the guard keeps (what it does not check, between the
     points it does, strays less). When the guard checked a straight joint-space line
     instead of each joint braking to its own stop, it missed the path by up to 3.4 mm."""
-    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8)
+    limits = MotionLimits(PANDA, velocity_fraction=0.5, acceleration_fraction=0.8, jerk_capped=jerk_capped)
     motion = ArmMotion("joint_delta", limits, BOX, PANDA.home)
     guard = BOX.shrunk(0.001)
     kinematics = ArmKinematics(PANDA)

@@ -3,6 +3,7 @@ lateness, stalls and uncertainty are in test_controller_lateness.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -40,7 +41,10 @@ def test_a_new_action_never_changes_what_was_sent_up_to_the_horizon() -> None:
     assert following is not None
     horizon = 15 * PERIOD + c.lead_periods * PERIOD
     kept = [t for t in sent_at(following) if t <= horizon]
-    assert kept == [t for t in promised if 15 * PERIOD < t <= horizon] and len(kept) == c.lead_periods
+    # (from the last point promised at or before now: the controller follows the message's
+    # own segments, never a bridge from its previous command)
+    last_before = max(t for t in promised if t <= 15 * PERIOD)
+    assert kept == [t for t in promised if last_before <= t <= horizon] and len(kept) == c.lead_periods + 1
     for t in kept:
         np.testing.assert_array_equal(sent_at(following)[t][0], promised[t][0])
         np.testing.assert_array_equal(sent_at(following)[t][1], promised[t][1])
@@ -48,6 +52,29 @@ def test_a_new_action_never_changes_what_was_sent_up_to_the_horizon() -> None:
     x_before = c.kinematics.tcp(following.points[0][0])[0]
     later = [c.command((16 + k) * PERIOD) for k in range(80)][-1]
     assert later is not None and c.kinematics.tcp(later.points[0][0])[0] < x_before - 0.01
+
+
+def test_a_new_plan_is_sent_once_until_its_first_point_is_reached() -> None:
+    """After a (re)start the first command's first point lies ahead: the joint controller
+    bridges there from its last command. Every further message would start that bridge
+    again, one update off on Jazzy's controller (core/jtc_update.py), so nothing more is
+    sent until the point is reached; from then on every command starts at a point the
+    controller has already reached."""
+    c = controller()
+    c.start(PANDA.home, 0)
+    c.act(np.array([1.0, 0.0, 0.0]))
+    first = c.command(0)
+    assert first is not None and min(first.times_ns) > 0
+    reached = first.stamp_ns + first.times_ns[0]
+    k = 1
+    while k * PERIOD < reached:
+        assert c.bridging(k * PERIOD) and c.command(k * PERIOD) == dataclasses.replace(first, repeat=True)
+        k += 1
+    assert k > 1
+    for _ in range(20):
+        command = c.command(k * PERIOD)
+        assert command is not None and not command.repeat and command.times_ns[0] <= 0 < command.times_ns[1]
+        k += 1
 
 
 def test_two_commands_at_one_clock_reading_plan_the_same() -> None:
@@ -94,9 +121,11 @@ def test_every_command_ends_braking_to_rest_within_the_limits() -> None:
         rates = np.abs(np.diff(velocities, axis=0)) / np.diff(seconds)[:, None]
         assert np.all(rates <= c.limits.acceleration * (1 + 1e-6)), rates.max()
         longest = max(longest, len(command.points))
-    # The arm got moving: the points sent before up to the horizon, the plan, and a
-    # braking knot per joint at most.
-    assert 3 < longest <= (c.lead_periods - 1) + 3 + 7
+    # The arm got moving: the last point reached, the points sent before up to the
+    # horizon (right after the first command's bridge, some of its braking knots among
+    # them: test_a_new_plan_is_sent_once_until_its_first_point_is_reached), the plan,
+    # and a braking knot per joint at most.
+    assert 3 < longest <= 1 + (c.lead_periods - 1 + 7) + 3 + 7
 
 
 def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
@@ -112,7 +141,8 @@ def test_reset_goes_to_the_seeded_start_pose_and_reports_reaching_it() -> None:
             break
         command = c.command(now)
         assert command is not None
-        sim.command(_points(command), now / 1e9)
+        if not command.repeat:  # (not sent again)
+            sim.command(_points(command), now / 1e9)
         sim.step(10)
         now += PERIOD
     else:
@@ -143,7 +173,7 @@ def test_a_reset_from_an_arm_pushed_into_a_corner_reaches_its_start_pose_inside_
         assert command is not None
         points = _points(command)
         found += command_violations(points, BOX, kinematics)
-        assert sim.command(points, now / 1e9)
+        assert command.repeat or sim.command(points, now / 1e9)  # (a repeat is not sent again)
         sim.step(10)
         now += PERIOD
     else:
@@ -158,11 +188,13 @@ def test_reset_options_give_the_start_pose() -> None:
     np.testing.assert_allclose(c.reset_goal, np.clip(PANDA.home + 0.2, c.limits.lower, c.limits.upper))
 
 
+@pytest.mark.parametrize("jerk_capped", [False, True])
 @pytest.mark.parametrize("robot", BUILT_IN_PROFILES)
-def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it(robot: str) -> None:
-    """Every arm's reach task can be solved within the limits: a proportional policy
-    reaches three targets in a row, and the mock counts no violation."""
-    env = InProcessReachEnv({"robot": robot})
+def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it(robot: str, jerk_capped: bool) -> None:
+    """Every arm's reach task can be solved within the limits, the accelerations
+    jerk-capped or not: a proportional policy reaches three targets in a row, and the
+    mock counts no violation."""
+    env = InProcessReachEnv({"robot": robot, "jerk_capped": jerk_capped})
     dof = load_profile(robot).dof
     successes = 0
     for episode in range(3):

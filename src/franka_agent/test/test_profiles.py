@@ -42,8 +42,16 @@ def test_every_built_in_profile_loads_and_holds_together(name: str) -> None:
     # task starts where the agent may command.
     tcp = profile.tcp_position(profile.home)
     assert np.all(profile.workspace_low <= tcp) and np.all(tcp <= profile.workspace_high)
-    # The default control rate (100 Hz) is jerk-safe at the config's acceleration share.
-    assert MotionLimits(profile, acceleration_fraction=0.8).max_control_rate() >= 100.0
+    # Jerk-capped, a full reversal of the agent's acceleration in one controller update
+    # stays within the jerk limits, whatever the share of the acceleration limits asked
+    # for; uncapped, the share is all there is.
+    for fraction in (0.1, 0.5, 0.8, 1.0):
+        capped = MotionLimits(profile, acceleration_fraction=fraction, jerk_capped=True)
+        assert np.all(2.0 * capped.acceleration * profile.joint_states.rate <= limits.jerk * (1 + 1e-12))
+        assert np.all(capped.acceleration <= fraction * limits.acceleration)
+        np.testing.assert_array_equal(
+            MotionLimits(profile, acceleration_fraction=fraction).acceleration, fraction * limits.acceleration
+        )
 
 
 def test_the_fr3_profile_carries_frankas_published_fr3_limits() -> None:

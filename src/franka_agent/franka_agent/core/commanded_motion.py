@@ -7,8 +7,9 @@ difference quotient of two commands, the acceleration that of two velocities, th
 that of two accelerations, each taken at the midpoint of its interval, so an update late
 by some jitter is measured over its own interval. Updates without a command (NaN: no
 controller active) end a run; differences are taken within runs only.
-``bench/genuine_jtc.py`` applies it to what the genuine joint_trajectory_controller
-commanded (test_commanded_motion.py). Pure numpy, no ROS.
+``bench/genuine_jtc.py`` applies it to the genuine joint_trajectory_controller's reference,
+timed by ``trajectory_times`` on the controller's own trajectory clock
+(test_commanded_motion.py). Pure numpy, no ROS.
 """
 
 from __future__ import annotations
@@ -92,3 +93,39 @@ def commanded_extremes(times: np.ndarray, positions: np.ndarray) -> CommandedExt
             found[order] = np.max(np.abs(derivative), axis=0)
         extremes = extremes.merged(CommandedExtremes(len(t), *found))
     return extremes
+
+
+def trajectory_times(
+    stamps_ns: np.ndarray, time_from_start_ns: np.ndarray, starts_ns: np.ndarray, tolerance_ns: int = 1_000_000
+) -> np.ndarray:
+    """Each ``~/controller_state`` sample's time on joint_trajectory_controller's
+    trajectory clock (ns): the active trajectory's start plus the reference's
+    ``time_from_start``.
+
+    The controller samples its trajectory at ``traj_time_``, set to the update's time when
+    it takes a trajectory and advanced by the measured periods after; the header stamp is
+    the update's time, read apart from the period by microseconds that jitter (hundreds
+    of them, now and then, on a loaded machine). The start is not published, but ``stamp -
+    time_from_start`` lies within that jitter of it: it is snapped to the nearest of the
+    trajectories' stamps ``starts_ns``, or, for a trajectory the controller made itself
+    (its hold), taken where the run of such samples begins (its first sample is exact).
+    """
+    stamps = np.asarray(stamps_ns, dtype=np.int64)
+    offsets = np.asarray(time_from_start_ns, dtype=np.int64)
+    starts = np.sort(np.asarray(starts_ns, dtype=np.int64))
+    guessed = stamps - offsets
+    known = np.full(guessed.shape, -1, dtype=np.int64)
+    if starts.size:
+        after = np.clip(np.searchsorted(starts, guessed), 0, starts.size - 1)
+        before = np.clip(after - 1, 0, starts.size - 1)
+        nearest = np.where(
+            np.abs(starts[after] - guessed) < np.abs(starts[before] - guessed), starts[after], starts[before]
+        )
+        known = np.where(np.abs(nearest - guessed) <= tolerance_ns, nearest, -1)
+    unknown = known < 0
+    own = -1
+    for i in np.flatnonzero(unknown):
+        if i == 0 or not unknown[i - 1] or abs(int(guessed[i]) - own) > tolerance_ns:
+            own = int(guessed[i])
+        known[i] = own
+    return known + offsets

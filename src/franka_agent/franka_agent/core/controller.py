@@ -7,6 +7,7 @@ next short trajectory to send; the in-process benchmark env does the same agains
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass
@@ -68,12 +69,14 @@ class Command:
     """A short trajectory: ``points`` (q, v) at ``times_ns`` after ``stamp_ns``: the points
     of the trajectory sent before that still lie ahead of the horizon, the plan a control
     period apart from the horizon on, then the knots of braking to rest (the last point
-    is at rest)."""
+    is at rest). ``repeat``: the command already sent, still in force (``bridging``):
+    not to be sent again."""
 
     stamp_ns: int
     period_ns: int
     points: list[tuple[np.ndarray, np.ndarray]]
     times_ns: list[int]
+    repeat: bool = False
 
 
 class ArmController:
@@ -138,6 +141,7 @@ class ArmController:
         self.motion: ArmMotion | None = None  # created from the first measured state
         self._reference_ns = 0  # the time the reference state refers to (the last horizon)
         # The last command sent, as absolute knots (ns, q, v), and its planned states by time.
+        self._last: Command | None = None  # the last command sent (``bridging`` repeats it)
         self._sent_ns = np.zeros(0, dtype=np.int64)
         self._sent_q: list[np.ndarray] = []
         self._sent_v: list[np.ndarray] = []
@@ -300,7 +304,8 @@ class ArmController:
     # -- the period's command -----------------------------------------------------------
 
     def command(self, now_ns: int) -> Command | None:
-        """The trajectory to send now (None before the first measured state)."""
+        """The trajectory to send now (None before the first measured state; while
+        ``bridging``, the last one again, marked ``repeat``)."""
         motion = self.motion
         if motion is None:
             return None
@@ -319,7 +324,16 @@ class ArmController:
         # ArmMotion keeps every reference within the joint limits and, braking included,
         # inside the workspace box: what it plans is what is sent.
         plan = [motion.state, *motion.preview(period_ns / NS, self.trajectory_points - 1)]
+        # From the last point sent at or before now (its time from now is negative): the
+        # controller then samples this message's own segments, the very ones it followed,
+        # and never a bridge from its previous command, which each release of
+        # joint_trajectory_controller stamps a control period off (core/jtc_update.py).
+        past = np.flatnonzero(self._sent_ns <= now_ns)
+        if self.bridging(now_ns) and self._last is not None:
+            return dataclasses.replace(self._last, repeat=True)
         kept = (self._sent_ns > now_ns) & (self._sent_ns < horizon_ns)
+        if past.size:
+            kept[past[-1]] = True
         times_ns = [int(t) for t in self._sent_ns[kept]]
         points = [(self._sent_q[i], self._sent_v[i]) for i in np.flatnonzero(kept)]
         plan_ns = [horizon_ns + i * period_ns for i in range(len(plan))]
@@ -334,7 +348,17 @@ class ArmController:
         self._sent_q = [q for q, _ in points]
         self._sent_v = [v for _, v in points]
         self._sent_plan = dict(zip(plan_ns, plan, strict=True))
-        return Command(now_ns, period_ns, points, [t - now_ns for t in times_ns])
+        self._last = Command(now_ns, period_ns, points, [t - now_ns for t in times_ns])
+        return self._last
+
+    def bridging(self, now_ns: int) -> bool:
+        """Whether the joint controller is still on its way from its last command to the
+        first point of the one command sent since the agent (re)started its plan: nothing
+        new is sent then (``Command.repeat``), as every new trajectory would start that bridge again from the
+        last command, which joint_trajectory_controller takes one update off
+        (core/jtc_update.py): a jump at every message, measured on the genuine controller
+        (test_panda_controller.py::test_a_new_plan_is_sent_once_until_its_first_point_is_reached)."""
+        return self.link is Link.SENT and self._sent_ns.size > 0 and int(self._sent_ns[0]) > now_ns
 
     def _commit_reference(self, horizon_ns: int) -> None:
         """Move the reference to the horizon along what the commands sent make the joint

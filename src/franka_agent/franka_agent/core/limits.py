@@ -61,9 +61,14 @@ class MotionLimits:
 
     :param profile: the arm, whose published limits these are shares of.
     :param velocity_fraction: share of the arm's joint velocity limits used.
-    :param acceleration_fraction: share of its acceleration limits. A full reversal of
-        acceleration in one control period is a jerk of 2 a / T: for the Panda at 1.0 that
-        stays within its jerk limits up to 250 Hz, at 0.5 up to 500 Hz.
+    :param acceleration_fraction: share of its acceleration limits.
+    :param jerk_capped: also never more than half the jerk limit times the controller's
+        update period. The commands are segments of constant acceleration, so the
+        acceleration steps at every point, and the arm's controller takes that step
+        within one of its updates (1 kHz on a Franka, 500 Hz on a UR): capped, a full
+        reversal, 2 a, in one update period stays within the jerk limit, as
+        bench/genuine_jtc.py measured on the genuine joint_trajectory_controller's
+        reference (test_profiles.py). It slows the arms 2-4x: 2.5 rad/s^2 on the FR3.
     :param joint_margin: distance (rad) kept from every joint's position limits.
     """
 
@@ -71,6 +76,7 @@ class MotionLimits:
     velocity_fraction: float = 0.5
     acceleration_fraction: float = 0.5
     joint_margin: float = 0.05
+    jerk_capped: bool = False
     joints: Bounds = field(init=False)
 
     def __post_init__(self) -> None:
@@ -85,7 +91,7 @@ class MotionLimits:
             arm.lower + self.joint_margin,
             arm.upper - self.joint_margin,
             arm.velocity * self.velocity_fraction,
-            arm.acceleration * self.acceleration_fraction,
+            np.minimum(arm.acceleration * self.acceleration_fraction, self.jerk_cap),
         )
         object.__setattr__(self, "joints", joints)
 
@@ -109,7 +115,16 @@ class MotionLimits:
     def acceleration(self) -> np.ndarray:
         return self.joints.acceleration
 
-    def max_control_rate(self) -> float:
-        """Highest control rate (Hz) at which a full acceleration reversal per period
-        stays within the arm's jerk limits."""
-        return float(np.min(self.profile.limits.jerk / (2.0 * self.acceleration)))
+    @property
+    def jerk_cap(self) -> np.ndarray:
+        """The largest joint accelerations whose full reversal in one controller update
+        stays within the arm's jerk limits (infinite unless ``jerk_capped``)."""
+        if not self.jerk_capped:
+            return np.full(self.profile.dof, np.inf)
+        return self.profile.limits.jerk / (2.0 * self.update_rate)
+
+    @property
+    def update_rate(self) -> float:
+        """The arm's controller's update rate (Hz): its drivers publish the joint states
+        at every update."""
+        return float(self.profile.joint_states.rate)

@@ -21,7 +21,10 @@ import numpy as np
 from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.limits import Bounds, MotionLimits
 
-BRAKING_CHECKS = np.array([0.25, 0.5, 0.75])  # shares of the longest stop the box guard checks too
+# Shares of the longest stop the box guard checks too: eighths (quarters let the hand out
+# by 0.5 mm on the longer stops of jerk-capped accelerations, core/limits.py;
+# test_motion.py::test_braking_from_any_state_the_box_guard_accepts_stays_in_the_box).
+BRAKING_CHECKS = np.arange(1, 8) / 8.0
 
 
 class ReferenceGenerator:
@@ -161,9 +164,9 @@ def rest_to_rest_path(
 def braking_tcps(kinematics: ArmKinematics, q: np.ndarray, v: np.ndarray, limits: MotionLimits) -> np.ndarray:
     """Where the TCP passes if the joints brake now from (q, v), as ``braking_knots``
     commands it (each joint at its own limit, stopping at its own time, so not along a
-    straight line): now, where each joint stops, and at quarters of the longest stop (one
-    row each; between them the path strays under 0.3 mm, where five points of the
-    straight line missed it by up to 3.4 mm)."""
+    straight line): now, where each joint stops, and at eighths of the longest stop (one
+    row each; the box guard's test holds the path between them within 0.3 mm, where five
+    points of the straight line missed it by up to 3.4 mm)."""
     speed = np.abs(v)
     if not np.any(speed):
         return kinematics.tcp(q)[None, :]

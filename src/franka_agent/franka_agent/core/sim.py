@@ -17,6 +17,7 @@ import numpy as np
 
 from franka_agent.core.arm_mjcf import EE_SITE, arm_mjcf
 from franka_agent.core.command_check import DesiredStateMonitor, Violation
+from franka_agent.core.jtc_update import ControllerUpdate
 from franka_agent.core.profile import RobotProfile
 from franka_agent.core.trajectory import TrajectoryFollower, TrajectoryPoint
 
@@ -31,12 +32,14 @@ class ArmSim:
         p_gains: Sequence[float] | None = None,
         d_gains: Sequence[float] | None = None,
         interpolate_from: str = "desired",
+        release: str = "jazzy",
     ) -> None:
         """:param p_gains: the joint PD's stiffness (Nm/rad); the profile's controller's by default.
         :param interpolate_from: where a new trajectory starts from, as
         joint_trajectory_controller's ``interpolate_from_desired_state`` (Jazzy) or
         ``open_loop_control`` (Humble) set it: "desired" (true, this project's setting) or
-        "measured" (false, the controller's default)."""
+        "measured" (false, the controller's default).
+        :param release: whose update timing the controller has (``core/jtc_update.py``)."""
         if interpolate_from not in INTERPOLATE_FROM:
             raise ValueError(f"interpolate_from must be one of {INTERPOLATE_FROM}, got {interpolate_from!r}")
         self.interpolate_from = interpolate_from
@@ -46,6 +49,7 @@ class ArmSim:
         self.timestep_ns = round(1e9 / physics_rate)
         self.model = mujoco.MjModel.from_xml_string(arm_mjcf(profile, timestep=self.timestep_ns * 1e-9))
         self.data = mujoco.MjData(self.model)
+        self.update = ControllerUpdate(release, self.timestep_ns * 1e-9)  # one update per physics step
         self.steps_taken = 0
         self.profile = profile
         self.p_gains = np.asarray(profile.controller.p_gains if p_gains is None else p_gains, dtype=np.float64)
@@ -96,8 +100,9 @@ class ArmSim:
     def command(self, points: list[TrajectoryPoint], start: float | None = None) -> bool:
         """A new trajectory for the controller, timed from ``start`` (a zero stamp: None);
         False if the controller refuses it (it ends before now)."""
-        measured = (self.q, self.dq) if self.interpolate_from == "measured" else None
-        return self.follower.set_trajectory(self.time, points, start, measured)
+        if self.interpolate_from == "measured":
+            return self.follower.set_trajectory(self.time, points, start, (self.q, self.dq))
+        return self.update.take(self.follower, self.time, points, start)
 
     def step(self, steps: int = 1) -> None:
         """Advance ``steps`` physics steps, the joint PD tracking the trajectory."""
@@ -108,12 +113,12 @@ class ArmSim:
         # One update alone (a free-running mock publishing at the physics rate) is cheaper
         # without the arrays.
         if steps == 1:
-            q_one, v_one = self.follower.sample(self.time)
+            q_one, v_one = self.follower.sample(self.update.commanded_time(self.time))
             found = self.monitor.check(self.time, q_one, v_one)
             q_desired, v_desired = q_one[np.newaxis], v_one[np.newaxis]
         else:
             times = (self.steps_taken + np.arange(steps, dtype=np.int64)) * self.timestep_ns * 1e-9
-            q_desired, v_desired = self.follower.sample_many(times)
+            q_desired, v_desired = self.follower.sample_many(times + (self.update.commanded_time(0.0)))
             found = self.monitor.check_many(times, q_desired, v_desired)
         if found:
             self.violations.extend(found)

@@ -93,17 +93,19 @@ class TrajectoryFollower:
         points: list[TrajectoryPoint],
         start: float | None = None,
         measured: tuple[np.ndarray, np.ndarray] | None = None,
+        before_time: float | None = None,
     ) -> bool:
         """Take a trajectory arriving at ``now`` whose points count from ``start`` (None:
         from now, a zero stamp). The point before it is the desired state now, or
-        ``measured`` (the controller's default, closed-loop start). Returns False, keeping
-        the current trajectory, when the controller would refuse it."""
+        ``measured`` (the controller's default, closed-loop start, or the state a release
+        starts from: ``ArmSim.command``), at ``before_time`` (None: now). Returns False,
+        keeping the current trajectory, when the controller would refuse it."""
         if not points or self.ends_before(now, points, start):
             return False
         before = measured if measured is not None else self.sample(now)
         now_ns = seconds_to_whole_ns(now)
         start_ns = now_ns if start is None else seconds_to_whole_ns(start)
-        self._before_ns = now_ns
+        self._before_ns = now_ns if before_time is None else seconds_to_whole_ns(before_time)
         self._before = (np.asarray(before[0], dtype=np.float64).copy(), np.asarray(before[1], dtype=np.float64).copy())
         self._times_ns = np.array([start_ns + seconds_to_whole_ns(point.time) for point in points], dtype=np.int64)
         self._q = [np.asarray(point.positions, dtype=np.float64) for point in points]

@@ -3,16 +3,14 @@
 The arm is the one its robot profile (``robot``) describes. What the agent sees is what
 the profile's driver gives it on the real robot (franka_ros2 v0.1.0 for the Panda):
 
-- the trajectory controller's command topic (trajectory_msgs/JointTrajectory):
-  what joint_trajectory_controller does with it (``core/trajectory.py``, from
-  ros2_controllers 2.23.0 and 4.42.1): refused if it ends in the past; at the update it
-  arrives at, it replaces the current trajectory, from the commanded state
-  (``interpolate_from``; the robot profile's controller settings set the real controller up so)
-  through its points (cubic Hermite), jumping onto its own segment if its first points
-  are past; tracked by a joint PD with the profile's gains at the physics rate (1 kHz),
-  on an arm whose gravity is compensated like the real one's; a trajectory that ends
-  moving is refused, as joint_trajectory_controller does by default since Jazzy
-  (``allow_nonzero_velocity_at_trajectory_end``);
+- the trajectory controller's command topic (trajectory_msgs/JointTrajectory): what
+  joint_trajectory_controller does with it (``core/trajectory.py``, ``core/jtc_update.py``
+  for the release the profile's driver runs; held to the genuine 4.42.1 by golden
+  traces): refused if it ends in the past; at an update it replaces the current
+  trajectory, from the commanded state (``interpolate_from``, as the profiles set the real
+  controller up) through its points (cubic Hermite), jumping onto its own segment if its
+  first points are past; tracked by a joint PD (the profile's gains, 1 kHz, gravity
+  compensated); one ending in motion is refused (Jazzy's default);
 - the profile's joint-state topics (sensor_msgs/JointState; franka_ros2's
   ``/franka/joint_states`` and the merged ``/joint_states``) with the arm's joint names,
   limits and home pose.
@@ -66,6 +64,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from franka_agent.core.command_check import command_violations
+from franka_agent.core.jtc_update import controller_release
 from franka_agent.core.kinematics import ArmKinematics
 from franka_agent.core.sim import ArmSim
 from franka_agent.mock.diagnostics import mock_status
@@ -73,6 +72,7 @@ from franka_agent.mock.franka_surface import ERROR_OF_VIOLATION, franka_surface
 from franka_agent.mock.parameters import declare_mock_parameters
 from franka_agent.mock.trajectory_intake import Refusal, accepted_points
 from franka_agent.mock.violation_log import ViolationLog
+from franka_agent.robots import driver_release
 from spin_decoupler_ros.node_runner import run_node
 from spin_decoupler_ros.qos_events import no_publisher_events, no_subscription_events
 from spin_decoupler_ros.tools.realtime import request_realtime
@@ -90,7 +90,8 @@ class MockArmHardware(Node):
         physics_rate, publish_rate = params.physics_rate, params.publish_rate
         self._log = ViolationLog(params.violation_log or None)
         self.profile = profile = params.profile
-        self.sim = ArmSim(profile, physics_rate, params.p_gains, params.d_gains, params.interpolate_from)
+        release = controller_release(driver_release(profile).distro)  # whose update timing (core/jtc_update.py)
+        self.sim = ArmSim(profile, physics_rate, params.p_gains, params.d_gains, params.interpolate_from, release)
         self._kinematics = ArmKinematics(profile)  # for checking commanded points' TCP
         self._steps_per_publish = max(1, round(physics_rate / publish_rate))
         self._rng = np.random.default_rng()
@@ -304,10 +305,9 @@ class MockArmHardware(Node):
             arrival["stamp_published_wall_ns"] = self._log.stamp_published(start_ns)
         for violation in command_violations(points, self.settings.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
-        first = msg.points[0].time_from_start
-        horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + (
-            first.sec * 1_000_000_000 + first.nanosec
-        )
+        offsets = [p.time_from_start.sec * 1_000_000_000 + p.time_from_start.nanosec for p in msg.points]
+        ahead = next((t for t in offsets if t > 0), offsets[-1])  # (a first point at or before the stamp: reached)
+        horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + ahead
         if self.stopped is not None:
             # A stopped controller follows nothing; the commands still pace the clock.
             self.ignored += 1
