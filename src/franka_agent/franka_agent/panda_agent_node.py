@@ -177,7 +177,7 @@ class PandaAgent(AgentNode):
             )
             return
         self._command_pub.publish(message)
-        self.commit_world(command.stamp_ns + command.times_ns[0])
+        self.commit_world(command.reaches_ns)
         self._note_commanded(command)
         sent = guard.how_sent(sending, command.stamp_ns)
         if sent is Sent.STOPPED:

@@ -66,6 +66,7 @@ def test_a_new_plan_is_sent_once_until_its_first_point_is_reached() -> None:
     first = c.command(0)
     assert first is not None and min(first.times_ns) > 0
     reached = first.stamp_ns + first.times_ns[0]
+    assert first.reaches_ns == reached  # a lockstep world runs to its first point
     k = 1
     while k * PERIOD < reached:
         assert c.bridging(k * PERIOD) and c.command(k * PERIOD) == dataclasses.replace(first, repeat=True)
@@ -74,6 +75,7 @@ def test_a_new_plan_is_sent_once_until_its_first_point_is_reached() -> None:
     for _ in range(20):
         command = c.command(k * PERIOD)
         assert command is not None and not command.repeat and command.times_ns[0] <= 0 < command.times_ns[1]
+        assert command.reaches_ns == command.stamp_ns + command.times_ns[1]  # the first point ahead, not the past one
         k += 1
 
 

@@ -78,6 +78,15 @@ class Command:
     times_ns: list[int]
     repeat: bool = False
 
+    @property
+    def reaches_ns(self) -> int:
+        """Its first point after its stamp (its first may be past): where a lockstep mock
+        stops until the next command (mock_hardware_node.py, _on_trajectory), so the world
+        an agent commits with it (``AgentNode.commit_world``) ends there too
+        (test_timing_models.py::test_a_seeded_run_repeats_through_terminations_resets_and_a_resume)."""
+        ahead = next((t for t in self.times_ns if t > 0), self.times_ns[-1])
+        return self.stamp_ns + ahead
+
 
 class ArmController:
     """The reference the agent commands, advanced one control period at a time.

@@ -306,7 +306,7 @@ class MockArmHardware(Node):
         for violation in command_violations(points, self.settings.box, self._kinematics):
             self._count_violation(violation.text, {"kind": "box", "trajectory": arrival})
         offsets = [p.time_from_start.sec * 1_000_000_000 + p.time_from_start.nanosec for p in msg.points]
-        ahead = next((t for t in offsets if t > 0), offsets[-1])  # (a first point at or before the stamp: reached)
+        ahead = next((t for t in offsets if t > 0), offsets[-1])  # as Command.reaches_ns (the agent commits the same)
         horizon_ns = (start_ns if start_ns is not None else self.sim.time_ns) + ahead
         if self.stopped is not None:
             # A stopped controller follows nothing; the commands still pace the clock.
