@@ -144,6 +144,21 @@ def default_timing_model(*, mock: bool) -> str:
     return f"replay:{find_config(RECORDED_THINK_TIMES, package='franka_agent')}"
 
 
+def jerk_capped_override(value: str, *, mock: bool) -> dict[str, object]:
+    """The agent's ``jerk_capped`` from a launch argument: "true"/"false" as given; empty,
+    by the robot: on a real arm true, since its uncapped commands step the controller's
+    reference acceleration within one update, beyond the arm's jerk limit (a Franka stops
+    with a reflex; docs/genuine_jtc.md), and on the mock what the config says (off by
+    default: the arm moves faster and learns more). Raises ParameterError otherwise
+    (test_robots.py::test_a_real_arm_is_jerk_capped_unless_told_otherwise)."""
+    text = value.strip().lower()
+    if text in ("true", "false"):
+        return {"jerk_capped": text == "true"}
+    if text:
+        raise ParameterError(f"jerk_capped must be true, false or empty (by the robot), got {value!r}")
+    return {} if mock else {"jerk_capped": True}
+
+
 def timing_model_overrides(timing_model: str, *, mock: bool) -> tuple[dict[str, object], dict[str, object]]:
     """(agent, mock) parameters for a timing model (docs/time_models.md; empty: the
     default, ``default_timing_model``). Under any model but ``wall`` the agent stops

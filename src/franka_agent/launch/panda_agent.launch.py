@@ -33,6 +33,7 @@ from franka_agent.launch_arguments import config_and_namespace
 from franka_agent.robots import (
     driver_arguments,
     driver_release,
+    jerk_capped_override,
     mock_recovery,
     require_real_robot_driver,
     robot_namespaces,
@@ -95,6 +96,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
     }
     timing_agent, timing_mock = timing_model_overrides(LaunchConfiguration("timing_model").perform(context), mock=mock)
     agent_overrides.update(timing_agent)
+    agent_overrides.update(jerk_capped_override(LaunchConfiguration("jerk_capped").perform(context), mock=mock))
     mock_overrides.update(timing_mock)
     # One robot: the agent in `namespace`, franka_ros2's topic names. Several mocks:
     # robot i and its agent in /panda<i>, every robot topic (and /clock) remapped there.
@@ -180,6 +182,12 @@ def generate_launch_description() -> LaunchDescription:
                 description="mock only: how long the world runs on while the learner thinks (wall, none, "
                 "fixed:<s>, lognormal:<median>,<p99>, replay:<steps.csv>; empty: replay of the reach learner's "
                 "think times at real time; docs/time_models.md)",
+            ),
+            DeclareLaunchArgument(
+                "jerk_capped",
+                default_value="",
+                description="cap the joint accelerations so that the controller's reference stays within the arm's "
+                "jerk limits (empty: true on a real arm, the config's on the mock; docs/genuine_jtc.md)",
             ),
             DeclareLaunchArgument(
                 "start_state",

@@ -29,6 +29,11 @@ _ARGUMENTS = {
         "how long the mock's world runs on while the learner thinks (docs/time_models.md); empty: on the mock, "
         "replay of this learner's think times at real time; on a real arm, wall",
     ),
+    "jerk_capped": (
+        "",
+        "cap the joint accelerations within the arm's jerk limits (empty: true on a real arm, the config's on "
+        "the mock)",
+    ),
     "total_timesteps": ("", "training steps (empty: the config's)"),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),
@@ -78,6 +83,7 @@ def generate_launch_description() -> LaunchDescription:
             "control_rate",
             "sim_speed",
             "timing_model",
+            "jerk_capped",
             "num_agents",
             "start_state",
         ),

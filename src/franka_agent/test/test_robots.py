@@ -35,3 +35,20 @@ def test_a_missing_driver_is_named_with_the_release_to_install(
     (tmp_path / "share" / "ament_index" / "resource_index" / "packages" / package).touch()
     (tmp_path / "share" / package).mkdir()
     require_real_robot_driver(profile, release)
+
+
+def test_a_real_arm_is_jerk_capped_unless_told_otherwise() -> None:
+    """panda_agent.launch.py's ``jerk_capped``: empty caps a real arm's commands (their
+    reference stays within its jerk limits on the genuine controller: bench/genuine_jtc.py)
+    and leaves the mock to its config; an explicit value holds on either; anything else
+    is named."""
+    from franka_agent.robots import jerk_capped_override
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    assert jerk_capped_override("", mock=False) == {"jerk_capped": True}
+    assert jerk_capped_override("", mock=True) == {}
+    for mock in (False, True):
+        assert jerk_capped_override("false", mock=mock) == {"jerk_capped": False}
+        assert jerk_capped_override(" True", mock=mock) == {"jerk_capped": True}
+    with pytest.raises(ParameterError, match=r"jerk_capped must be true, false or empty.*'yes'"):
+        jerk_capped_override("yes", mock=False)
