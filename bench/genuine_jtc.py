@@ -10,7 +10,8 @@ For each robot profile and each distribution's defaults: ros2_control's controll
 trajectory controller, configured as the profile says
 (``core/ros2_control_description.py``), in front of ``RecordedJoints``
 (bench/genuine_jtc/check_hardware), which records every command of every update. A real
-agent process drives it, and an RL client takes it through the cases the stress tests
+agent process drives it, set up as the launch files set up a real arm's (``jerk_capped``),
+and an RL client takes it through the cases the stress tests
 cover, in turn, until ``--minutes`` of commanded motion: steady steps, steps of every
 duration (a new trajectory replaces the running one at every phase of its motion),
 adversarial actions (extremes, flips), a learner that stalls (the agent brakes and holds),
@@ -19,7 +20,8 @@ acceleration and jerk of what the hardware was commanded (``core/commanded_motio
 the position commands on a position interface; on an effort interface, the motion the
 efforts made of the joints' inertias (gravity compensated, as Franka's torque interface
 is). Writes bench/results/genuine_jtc.json: ``{"<profile>": {"<distro>_defaults":
-{"samples", "max_velocity", "max_acceleration", "max_jerk", "limit_breaks"}}}``.
+{"samples", "max_velocity", "max_acceleration", "max_jerk", "limit_breaks"}}}``, the samples
+per profile over both, and ``mock_vs_genuine``.
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ from franka_agent.core.ros2_control_description import (
     controller_parameters,
     robot_description,
 )
+from franka_agent.robots import jerk_capped_override
 from spin_decoupler_ros.tools.processes import NodeProcess, ros_args
 
 PLUGIN = "spin_decoupler_check_hardware/RecordedJoints"
-# The agent's accelerations capped so that their steps at the points stay within the jerk
-# limits at the controller's update rate (core/limits.py): without, they do not.
-AGENT_SETTINGS = {"jerk_capped": True}
+# What the launch files give a real arm's agent: its accelerations capped so that their
+# steps at the points stay within the jerk limits at the controller's update rate
+# (core/limits.py); without, they do not.
+AGENT_SETTINGS = jerk_capped_override("", mock=False)
 SOURCED = "SPIN_DECOUPLER_GENUINE_JTC_SOURCED"
 DEFAULT_OVERLAY = (
     Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spin_decoupler" / "genuine_jtc_jazzy"
@@ -629,6 +633,8 @@ def main() -> None:
                 )
                 overall["rows_checked"] += compared["rows_checked"]
                 overall["cases"].append(f"{robot} {distro}_defaults: " + ", ".join(measured["cases"]))
+                per_profile = result.setdefault("samples_per_profile", {})
+                per_profile[robot] = per_profile.get(robot, 0) + measured["samples"]
                 if args.result:
                     args.result.write_text(json.dumps(result, indent=2) + "\n")
                 else:
