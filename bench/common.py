@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from spin_decoupler_ros.dds_profile import use_dds_profile
+from spin_decoupler_ros.tools.distribution import ros_distribution
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # SB3 makes a log folder for every learn() not given one, in the system's temporary folder
@@ -61,7 +62,7 @@ def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "ros_distro": os.environ.get("ROS_DISTRO", "kilted (PyPI wheels)"),
+        "ros_distro": ros_distribution() + ("" if os.environ.get("ROS_DISTRO") else " (PyPI wheels)"),
         "date": time.strftime("%Y-%m-%d"),
     }
 

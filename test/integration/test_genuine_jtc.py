@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from spin_decoupler_ros.tools.distribution import ros_distribution
+
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = Path(
     os.environ.get(
@@ -34,7 +36,7 @@ pytestmark = [
         "bench/genuine_jtc/build (docs/genuine_jtc.md)",
     ),
     pytest.mark.skipif(
-        os.environ.get("ROS_DISTRO") != "jazzy",
+        ros_distribution() != "jazzy",
         reason="the overlay is built on ROS 2 Jazzy's wheels: ./ws --distro jazzy test (./ws test runs it there)",
     ),
 ]

@@ -26,6 +26,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt64
 
+from franka_agent.core.controller import Link
 from franka_agent.core.profile_file import load_profile
 from franka_agent.mock.mock_hardware_node import LATCHED
 from franka_agent.robots import RECORDED_THINK_TIMES, read_limit_violations
@@ -375,6 +376,16 @@ def test_a_stop_inside_a_send_is_reported_and_commanding_waits_for_the_arm(
         bring_up(agent)
         agent.arm.keep(agent.now_ns(), PANDA.home.copy(), np.zeros(PANDA.dof))
         agent.on_action_start(np.array([1.0, -1.0, -1.0]))
+        from trajectory_msgs.msg import JointTrajectory
+
+        # Into a topic no controller reads, nothing is planned or sent (a new plan's first
+        # command goes once: lost, the arm would hold while the agent believed it moving).
+        agent._command()
+        assert agent.controller.link is Link.NONE and "no controller subscribes" in capfd.readouterr().err
+        agent.create_subscription(JointTrajectory, agent.settings.command_topic, lambda _: None, 10)
+        deadline = time.monotonic() + 10.0
+        while agent._command_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
         publish = agent._command_pub.publish
         sent: list[object] = []
 

@@ -53,7 +53,7 @@ from franka_agent.core.stops import StopDetector, StopHandling, StopPhase
 from franka_agent.panda_parameters import declare_panda_parameters
 from franka_agent.recovery import PERSON_MUST_ACT, Outcome, Recovery, make_recovery
 from franka_agent.robot_mode import robot_mode_watch
-from franka_agent.stall_guard import STOPPED_WHILE_SENDING, Sent, StallGuard
+from franka_agent.stall_guard import STALLED_WHILE_SENDING, STOPPED_WHILE_SENDING, Sent, StallGuard
 from spin_decoupler_ros.agent import AgentNode, AgentSpaces, LatestMessage
 from spin_decoupler_ros.agent.diagnostics import Check
 from spin_decoupler_ros.conversions import float64_field, set_stamp
@@ -149,6 +149,17 @@ class PandaAgent(AgentNode):
             q, dq = self.arm.measured()
             if not self.controller.settle_uncertainty(q, dq, self.arm.stamp_ns):
                 return  # not at rest yet: the controller goes on with whichever it has
+        if self._command_pub.get_subscription_count() == 0:
+            # Nothing is planned into a topic no controller reads yet: a command sent
+            # before the controller's subscription is matched is lost, and a new plan's
+            # first one is sent once (Command.repeat); the arm would then hold while
+            # the agent believed it moving (test_genuine_jtc.py saw the first reset fail).
+            self.get_logger().warning(
+                f"no controller subscribes to {self.settings.command_topic} yet: commanding nothing (is the "
+                "trajectory controller loaded and active?)",
+                throttle_duration_sec=5.0,
+            )
+            return
         command = self.controller.command(now_ns)
         if command is not None and command.repeat:
             return  # the last command goes on: the controller bridges to its first point
@@ -191,10 +202,9 @@ class PandaAgent(AgentNode):
             )
         elif sent is Sent.LATE:
             self.controller.mark_uncertain()
-            self.get_logger().warning(
-                "the agent stalled while sending a command: it may have reached the controller too late; "
-                "commanding goes on from the arm once it rests",
-                throttle_duration_sec=1.0,
+            self.get_logger().warning(  # (every time, as above)
+                f"{STALLED_WHILE_SENDING}: it may have reached the controller too late; "
+                "commanding goes on from the arm once it rests"
             )
 
     # -- stops the arm makes itself --------------------------------------------------------

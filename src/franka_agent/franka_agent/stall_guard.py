@@ -31,6 +31,7 @@ STOPPED_QUIET_S = 0.15
 # The warning when the process was stopped (SIGSTOP) between a command's last check and
 # its leaving; the tests match it.
 STOPPED_WHILE_SENDING = "the agent was stopped while sending a command"
+STALLED_WHILE_SENDING = "the agent stalled while sending a command"
 
 
 class Sent(enum.Enum):

@@ -109,6 +109,13 @@ def replay(
     trajectory is taken at the first row that shows it: its rows on its own points are
     still checkable, those on its bridge from the last command are not, nor the next
     trajectory's bridge if that starts from one of them.
+
+    An update whose previous one sampled its command past the trajectory's last point
+    (its trajectory time plus the nominal period, while the time advances by the measured
+    one) samples the last point, even a little before it: that command sample left the
+    trajectory's segment index at its end (4.42.1 ``Trajectory::sample``, "whole
+    animation has played out"). Where that previous update was not published, such a row
+    is not checkable.
     """
     # (Seconds counted from the first row: the follower's times are whole nanoseconds
     # exactly only below 1e15 ns, and stamps of the system clock are above 1e18.)
@@ -126,11 +133,14 @@ def replay(
     replayed = False  # the active trajectory is one of ``trajectories``
     bridge_known = True  # the active trajectory's rows before its first point are checkable
     first_point = -np.inf  # when its first point is reached (s): from there, its own segments
+    last_point = np.inf  # when its last point is reached (s)
     for row in range(rows):
         now = seconds(times_ns[row])
         start = int(starts_ns[row])
+        consecutive = row > 0 and stamps_ns[row] - stamps_ns[row - 1] < 1.5e9 * update.period
+        played_out = start == active and consecutive and update.commanded_time(seconds(times_ns[row - 1])) >= last_point
+        unknown_end = start == active and not consecutive and now < last_point <= now + update.period
         if start != active:
-            consecutive = row > 0 and stamps_ns[row] - stamps_ns[row - 1] < 1.5e9 * update.period
             previous = (seconds(stamps_ns[row - 1]), seconds(times_ns[row - 1])) if consecutive else None
             last_command_at = update.commanded_time(now - update.period if previous is None else previous[1])
             from_known = bridge_known or last_command_at >= first_point
@@ -141,12 +151,13 @@ def replay(
                 took_here = times_ns[row] == stamps_ns[row]
                 bridge_known = from_known and took_here and previous is not None
                 first_point = seconds(start) + points[0].time
+                last_point = seconds(start) + points[-1].time
             else:  # the controller's own hold, at rest
                 follower.hold(references[row])
-                bridge_known, first_point = True, -np.inf
+                bridge_known, first_point, last_point = True, -np.inf, np.inf
             active = start
-        positions[row], velocities[row] = follower.sample(now)
-        checkable[row] = replayed and (bridge_known or now >= first_point)
+        positions[row], velocities[row] = follower.sample(max(now, last_point) if played_out else now)
+        checkable[row] = replayed and (bridge_known or now >= first_point) and not unknown_end
     return Replay(positions, velocities, checkable)
 
 
