@@ -149,8 +149,9 @@ class PandaAgent(AgentNode):
             q, dq = self.arm.measured()
             if not self.controller.settle_uncertainty(q, dq, self.arm.stamp_ns):
                 return  # not at rest yet: the controller goes on with whichever it has
-        if self._command_pub.get_subscription_count() == 0:
-            # Nothing is planned into a topic no controller reads yet: a command sent
+        if self.controller.motion is not None and self._command_pub.get_subscription_count() == 0:
+            # (Without a joint state, that is said first: command() below.) Nothing is
+            # planned into a topic no controller reads yet: a command sent
             # before the controller's subscription is matched is lost, and a new plan's
             # first one is sent once (Command.repeat); the arm would then hold while
             # the agent believed it moving (test_genuine_jtc.py saw the first reset fail).
