@@ -444,7 +444,7 @@ def measure(
             # The agent hears the controller manager's joint states, but when the controller
             # hears the agent is the other side's discovery: a first command sent before
             # then is lost, and the arm holds while the agent believes it moving (the first
-            # reset ended ROBOT_STOPPED, now and then, on this machine). Discovery settles.
+            # reset ends ROBOT_STOPPED). Discovery settles first.
             time.sleep(DISCOVERY_SETTLE_S)
             with RLClient(connect_timeout=60, reset_timeout=60) as client:
                 start = time.monotonic()

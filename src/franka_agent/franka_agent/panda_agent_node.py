@@ -154,7 +154,8 @@ class PandaAgent(AgentNode):
             # planned into a topic no controller reads yet: a command sent
             # before the controller's subscription is matched is lost, and a new plan's
             # first one is sent once (Command.repeat); the arm would then hold while
-            # the agent believed it moving (test_genuine_jtc.py saw the first reset fail).
+            # the agent believed it moving
+            # (test_panda.py::test_a_stop_inside_a_send_is_reported_and_commanding_waits_for_the_arm).
             self.get_logger().warning(
                 f"no controller subscribes to {self.settings.command_topic} yet: commanding nothing (is the "
                 "trajectory controller loaded and active?)",

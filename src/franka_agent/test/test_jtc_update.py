@@ -32,8 +32,8 @@ def test_an_update_after_one_that_sampled_its_command_past_the_end_gives_the_las
     """4.42.1's update samples its reference at its trajectory time (advanced by the
     measured period) and its command one nominal period later; a command sample past the
     last point leaves the segment index there, so the next update gives the last point
-    even a little before it (measured: bench/genuine_jtc.py's mock_vs_genuine once left
-    by 3e-5 rad/s without this rule)."""
+    even a little before it (without the rule, bench/genuine_jtc.py's mock_vs_genuine
+    leaves the genuine reference by up to 3e-5 rad/s there)."""
     ahead = [k * 1000 for k in range(9)]
     played_out = replayed([*ahead, 8980])  # the update at 8 ms commanded 9 ms: past 8.99
     assert played_out.positions[-1, 0] == 1e-3 and played_out.velocities[-1, 0] == 0.0

@@ -110,8 +110,8 @@ def trajectory_times(
     trajectories' stamps ``starts_ns``, or, for a trajectory the controller made itself
     (its hold), taken where the run of such samples begins (its first sample is exact).
     A sample near none whose ``time_from_start`` goes on from the one before is on that
-    one's trajectory: its stamp was read late (by 4 ms once, on this 2-core machine, with
-    the trajectory time a period on: the update's time and its period are read apart).
+    one's trajectory: its stamp was read late (by milliseconds on a loaded machine, the
+    trajectory time a period on: the update's time and its period are read apart).
     """
     stamps = np.asarray(stamps_ns, dtype=np.int64)
     offsets = np.asarray(time_from_start_ns, dtype=np.int64)
