@@ -86,7 +86,9 @@ def test_the_trajectory_clock_is_recovered_from_stamps_that_jitter(
     takes = np.cumsum([1, *gaps])
     updates = np.arange(takes[-1] + 20)
     stamps = 5_000_000_000_000 + updates * period + np.array(jitter[: updates.size], dtype=np.int64)
-    starts = stamps[takes] - np.arange(1, takes.size + 1) * 250_000  # each sent before it is taken
+    # Each sent 0.25-0.75 ms before it is taken (the agent's are 10 ms apart: no start lies
+    # within the 1 ms tolerance of another trajectory's samples).
+    starts = stamps[takes] - (1 + np.arange(takes.size) % 3) * 250_000
     active = np.searchsorted(takes, updates, side="right") - 1
     first = active >= 0
     truth = stamps[takes[active]] + (updates - takes[active]) * period  # traj_time_
