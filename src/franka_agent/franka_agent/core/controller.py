@@ -337,9 +337,9 @@ class ArmController:
         # controller then samples this message's own segments, the very ones it followed,
         # and never a bridge from its previous command, which each release of
         # joint_trajectory_controller stamps a control period off (core/jtc_update.py).
-        past = np.flatnonzero(self._sent_ns <= now_ns)
         if self.bridging(now_ns) and self._last is not None:
             return dataclasses.replace(self._last, repeat=True)
+        past = np.flatnonzero(self._sent_ns <= now_ns)
         kept = (self._sent_ns > now_ns) & (self._sent_ns < horizon_ns)
         if past.size:
             kept[past[-1]] = True
