@@ -332,6 +332,7 @@ class PandaAgent(AgentNode):
     def reset_workspace(self, seed: int | None, options: np.ndarray) -> None:
         # Timed from the first control tick of the reset, not from here: a goal can come
         # before the first /clock, when simulated time still reads 0.
+        self.controller.check_reset_options(options)  # (before a recovery holds them)
         self._reset_started_ns = None
         self.arm.decode()
         if self._stops is not None:

@@ -190,6 +190,21 @@ def test_reset_options_give_the_start_pose() -> None:
     np.testing.assert_allclose(c.reset_goal, np.clip(PANDA.home + 0.2, c.limits.lower, c.limits.upper))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [np.full(7, np.nan), np.r_[PANDA.home[:6], np.inf], PANDA.home[:6], np.r_[PANDA.home, 0.0], np.zeros(1)],
+)
+def test_reset_options_other_than_a_pose_are_refused(options: np.ndarray) -> None:
+    """A pose with a non-finite joint or another count of values is refused, naming what
+    came, and the reset goal stays as it was: the arm is never sent towards garbage."""
+    c = controller()
+    c.begin_reset(None, PANDA.home + 0.1, None, np.zeros(7))
+    before = c.reset_goal.copy()
+    with pytest.raises(ValueError, match=r"reset options \[.*\]: the arm takes none .* or 7 finite joint positions"):
+        c.begin_reset(None, options, None, np.zeros(7))
+    np.testing.assert_array_equal(c.reset_goal, before)
+
+
 @pytest.mark.parametrize("jerk_capped", [False, True])
 @pytest.mark.parametrize("robot", BUILT_IN_PROFILES)
 def test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it(robot: str, jerk_capped: bool) -> None:

@@ -222,8 +222,9 @@ class ArmController:
         self._pending_stop = True
 
     def begin_reset(self, seed: int | None, options: np.ndarray, q: np.ndarray | None, dq: np.ndarray) -> None:
-        """Head for an episode's start: the 7 joint positions in ``options``, or home plus
-        ``reset_noise`` drawn from ``seed``."""
+        """Head for an episode's start: the joint positions in ``options``, or home plus
+        ``reset_noise`` drawn from ``seed``; other options raise ValueError (``check_reset_options``)."""
+        self.check_reset_options(options)
         if options.size == self.limits.dof:
             goal = np.asarray(options, dtype=np.float64).copy()
         else:
@@ -238,6 +239,17 @@ class ArmController:
             self.replan_from(q)
         self._pending_action = None
         self._pending_goal = self.reset_goal
+
+    def check_reset_options(self, options: np.ndarray) -> None:
+        """Reset options are none (home) or one finite position per joint: anything else is
+        refused with what was sent, before the arm is told to go anywhere
+        (test_panda_controller.py::test_reset_options_other_than_a_pose_are_refused)."""
+        dof = self.limits.dof
+        if options.size not in (0, dof) or not np.all(np.isfinite(options)):
+            raise ValueError(
+                f"reset options {np.array2string(options, precision=4)}: the arm takes none (home plus its reset "
+                f"noise) or {dof} finite joint positions (rad, the start pose)"
+            )
 
     def replan_from(self, q: np.ndarray) -> None:
         """Start the reference again, at rest, from a measured configuration (forgetting
