@@ -158,6 +158,37 @@ def test_reset_returns_home(panda_client: RLClient) -> None:
     assert 0 < np.max(np.abs(noisy - PANDA.home)) <= 0.1 + 5e-3  # reset_noise 0.1 rad
 
 
+def test_a_reach_env_resetting_here_starts_where_the_arm_stands(panda_client: RLClient) -> None:
+    """reset_from="here": the next episode starts where the last one left the arm (its
+    last answer's joint positions, reached again after braking); the evaluation's resets
+    go home as ever (franka_agent.algorithms.evaluate_policy)."""
+    from franka_agent.reach_task import ReachEnv
+
+    env = ReachEnv(client=panda_client, reset_from="here", max_episode_steps=6)
+    first, _ = env.reset(seed=0)
+    assert np.max(np.abs(first[:7] - PANDA.home)) <= 0.1 + 5e-3  # the first episode starts at home
+    truncated = False
+    while not truncated:
+        last, _, _, truncated, _ = env.step(np.array([1.0, 1.0, -1.0], dtype=np.float32))
+    again, _ = env.reset()
+    np.testing.assert_allclose(again[:7], last[:7], atol=5e-3)
+    assert np.max(np.abs(again[:7] - PANDA.home)) > 0.1
+    env.reset_from = "home"
+    home, _ = env.reset(seed=0)
+    np.testing.assert_allclose(home[:7], first[:7], atol=5e-3)
+
+
+def test_reset_options_other_than_a_pose_end_the_episode_naming_them(panda_client: RLClient) -> None:
+    """NaN joint positions are refused before the arm is told anything; it holds, and the
+    next good reset is served."""
+    panda_client.reset(seed=0)
+    with pytest.raises(AgentError, match=r"reset options \[nan"):
+        panda_client.reset(options=np.full(7, np.nan))
+    home = panda_client.reset(options=PANDA.home)
+    np.testing.assert_allclose(home.observation[:7], PANDA.home, atol=5e-3)
+    assert limit_violations() == 0
+
+
 def test_the_panda_refuses_a_then_action(panda_client: RLClient) -> None:
     """The Panda takes no then_action (PandaAgent.then_action_refusal): its description
     says so, an env asking for one and a client sending one are refused before anything
@@ -613,6 +644,12 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     results = json.loads((run_dir / "results.json").read_text())
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
     assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
+    # Trained faster than real time, the policy is then evaluated at real time, as on the arm.
+    assert results["evaluation"].startswith("at real time") and "at real time" in output
+    evaluated = json.loads((run_dir / "real_time_eval" / "results.json").read_text())
+    assert evaluated["timing_model"] == "wall" and evaluated["success_rate"] == results["success_rate"]
+    assert evaluated["evaluated_model"] == str(run_dir / "model.zip")
+    assert results["eval_mock_limit_violations"] == 0
     assert results["timing_model"].startswith("replay:") and results["timing_model"].endswith(RECORDED_THINK_TIMES)
     assert_the_recording_holds_every_step_once_in_order(run_dir / "run.mcap", rows)
     assert "tensorboard --logdir" in (run_dir / "README.md").read_text()

@@ -1,6 +1,6 @@
 """Every user mistake the main job can meet is refused before anything starts: one line
 naming the option or file, what is wrong and what to do; exit code 2; no traceback; no
-run folder made and no file of an earlier run changed (franka_agent/pipeline.py,
+run folder made and no file of an earlier run changed (franka_agent/pipeline_options.py,
 ``check_options``)."""
 
 from __future__ import annotations

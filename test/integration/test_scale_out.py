@@ -144,6 +144,8 @@ def test_main_job_trains_on_several_mock_pandas(ros_domain: dict[str, str], tmp_
         "200",
         "--eval-episodes",
         "1",
+        "--real-time-eval",
+        "no",
         "--run-dir",
         str(run_dir),
         timeout=540,

@@ -185,7 +185,8 @@ def test_a_seeded_panda_training_run_repeats_its_steps_csv_in_one_process_or_two
 
     def train(name: str) -> subprocess.Popen[str]:
         one_process = "yes" if name == "first" else "no"
-        options = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1", "--one-process", one_process)
+        options: tuple[str, ...] = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1")
+        options += ("--real-time-eval", "no", "--one-process", one_process)
         return subprocess.Popen(
             [sys.executable, "-m", "franka_agent.pipeline", *options, "--run-dir", str(tmp_path / name)],
             env={**os.environ, **isolated_ros_environment()},
@@ -256,6 +257,7 @@ def test_a_seeded_run_repeats_through_terminations_resets_and_a_resume(tmp_path:
         )
 
     options: tuple[str, ...] = ("--seed", "0", "--total-timesteps", str(steps), "--eval-episodes", "1")
+    options += ("--real-time-eval", "no")
     options += ("--checkpoint-every", str(checkpoint), "--config", str(tmp_path / "short.yaml"))
     runs = {name: pipeline(name, *options, "--run-dir", str(tmp_path / name)) for name in environments}
     try:

@@ -14,7 +14,7 @@ import numpy as np
 from rclpy.node import Node
 
 from spin_decoupler_ros.core.errors import ParameterError
-from spin_decoupler_ros.params import declare_float, declare_float_list, declare_int, declare_str
+from spin_decoupler_ros.params import declare_bool, declare_float, declare_float_list, declare_int, declare_str
 
 ALGORITHMS = ("sac", "td3")
 # Hyperparameters each algorithm takes from parameters "<algorithm>.<name>" (defaults here).
@@ -28,11 +28,21 @@ _COMMON_DEFAULTS: dict[str, Any] = {
     "train_freq": 1,
     "gradient_steps": 1,
     "net_arch": [64, 64],
+    "critic_layer_norm": False,  # LayerNorm in the Q-networks (spin_decoupler_ros/rl/critics.py)
+    "relabel_goals": 0,  # relabelled copies of each transition (spin_decoupler_ros/rl/relabel.py)
 }
 HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    # SAC reaches 95% success in half the steps with these three (in-process, 6 seeds:
-    # 2,060 steps against 4,330; bench/main_job.py measures the main job side by side).
-    "sac": {**_COMMON_DEFAULTS, "learning_rate": 3e-3, "learning_starts": 200, "ent_coef": "auto_0.1"},
+    # SAC as the arm's time asks (docs/panda.md, bench/robot_minutes.py): layer-normed
+    # critics, so the trainer's updates_per_second can run several gradient steps a step,
+    # at the learning rate those want; goals relabelled four times; 200 learning starts and
+    # an entropy coefficient learned from 0.1, rewards being of order one.
+    "sac": {
+        **_COMMON_DEFAULTS,
+        "learning_starts": 200,
+        "ent_coef": "auto_0.1",
+        "critic_layer_norm": True,
+        "relabel_goals": 4,
+    },
     "td3": {**_COMMON_DEFAULTS, "action_noise_std": 0.2},  # plus its exploration noise
 }
 
@@ -63,11 +73,23 @@ TEXT_SETTINGS: dict[str, tuple[Callable[[str, str], Any], str]] = {
 }
 
 
+def gradient_steps_per_step(duration_s: float, updates_per_second: float, at_least: int) -> int:
+    """The gradient steps one env step of ``duration_s`` pays for: ``updates_per_second`` of
+    them per second of the action (0: ``at_least``, SB3's fixed count), at least ``at_least``.
+    Run while the agent acts (``TrainsWhileActing``), they cost no arm time as long as
+    they fit in the action: the update-to-data ratio follows the time the arm gives."""
+    if updates_per_second <= 0.0:
+        return at_least
+    return max(at_least, round(duration_s * updates_per_second))
+
+
 def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, default in HYPERPARAMETERS[algorithm].items():
         key = f"{algorithm}.{name}"
-        if isinstance(default, list):
+        if isinstance(default, bool):
+            values[name] = declare_bool(node, key, default, f"{algorithm.upper()} {name}")
+        elif isinstance(default, list):
             values[name] = [int(x) for x in declare_float_list(node, key, [float(x) for x in default], name)]
         elif isinstance(default, str):
             parse, takes = TEXT_SETTINGS[name]
@@ -89,9 +111,23 @@ def algorithm_class(algorithm: str, while_acting: bool) -> Any:
     return trains_while_acting(chosen) if while_acting else chosen
 
 
-def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int, while_acting: bool = False) -> Any:
+def make_model(
+    algorithm: str, env: Any, hyper: dict[str, Any], seed: int, while_acting: bool = False, task: Any = None
+) -> Any:
+    """The learner; with ``relabel_goals`` above 0, its replay buffer relabels each finished
+    episode's goals through ``task`` (a ``GoalTask``, e.g. ``ReachTask``)."""
     from stable_baselines3.common.noise import NormalActionNoise
 
+    relabelling: dict[str, Any] = {}
+    if hyper["relabel_goals"]:
+        from spin_decoupler_ros.rl.relabel import RelabellingReplayBuffer
+
+        if task is None:
+            raise ValueError("relabel_goals needs the task whose goals are relabelled")
+        relabelling = {
+            "replay_buffer_class": RelabellingReplayBuffer,
+            "replay_buffer_kwargs": {"task": task, "n_future": hyper["relabel_goals"]},
+        }
     common = {
         "learning_rate": hyper["learning_rate"],
         "buffer_size": hyper["buffer_size"],
@@ -104,13 +140,29 @@ def make_model(algorithm: str, env: Any, hyper: dict[str, Any], seed: int, while
         "policy_kwargs": {"net_arch": hyper["net_arch"]},
         "seed": seed,
         "verbose": 0,
+        **relabelling,
     }
     chosen = algorithm_class(algorithm, while_acting)
+    policy = policy_class(algorithm, hyper["critic_layer_norm"])
     if algorithm == "sac":
-        return chosen("MlpPolicy", env, ent_coef=hyper["ent_coef"], **common)
-    size = env.action_space.shape[0]
-    noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
-    return chosen("MlpPolicy", env, action_noise=noise, **common)
+        model = chosen(policy, env, ent_coef=hyper["ent_coef"], **common)
+    else:
+        size = env.action_space.shape[0]
+        noise = NormalActionNoise(np.zeros(size), np.full(size, hyper["action_noise_std"]))
+        model = chosen(policy, env, action_noise=noise, **common)
+    if relabelling:
+        model.replay_buffer.reseed(seed)  # (a seeded run relabels the same way)
+    return model
+
+
+def policy_class(algorithm: str, critic_layer_norm: bool) -> Any:
+    """SB3's MLP policy, or the one whose Q-networks are layer-normed (stable at many
+    gradient steps per env step)."""
+    if not critic_layer_norm:
+        return "MlpPolicy"
+    from spin_decoupler_ros.rl.critics import LayerNormSACPolicy, LayerNormTD3Policy
+
+    return LayerNormSACPolicy if algorithm == "sac" else LayerNormTD3Policy
 
 
 def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any], while_acting: bool = False) -> Any:
@@ -132,9 +184,16 @@ def evaluate_policy(env: Any, model: Any, episodes: int, seed: int) -> dict[str,
     from spin_decoupler_ros.rl.run_folder import run_episodes
 
     started = time.monotonic()
-    evaluation = run_episodes(
-        env, lambda obs: model.predict(obs, deterministic=True)[0], episodes, seed=1_000_000 + seed
-    )
+    reset_from = getattr(env, "reset_from", None)
+    if reset_from is not None:
+        env.reset_from = "home"  # every policy evaluated from the same starts (ReachEnv)
+    try:
+        evaluation = run_episodes(
+            env, lambda obs: model.predict(obs, deterministic=True)[0], episodes, seed=1_000_000 + seed
+        )
+    finally:
+        if reset_from is not None:
+            env.reset_from = reset_from
     return {
         "eval_episodes": episodes,
         "success_rate": float(np.mean([e["success"] for e in evaluation])),

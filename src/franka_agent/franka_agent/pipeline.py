@@ -15,224 +15,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
+from franka_agent.pipeline_options import OPTIONS_FILE, TASK, Refusal, build_parser, check_options
 from franka_agent.robots import default_timing_model, read_limit_violations, robot_namespaces, start_mock_robots
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.dds_profile import use_dds_profile
 from spin_decoupler_ros.rl.interrupts import INTERRUPTED
-from spin_decoupler_ros.tools.paths import check_run_dir, claim_run_dir, find_config
+from spin_decoupler_ros.tools.paths import claim_run_dir, find_config
 from spin_decoupler_ros.tools.processes import NodeProcess, ProcessGroup, ros_args
 
-OPTIONS_FILE = "options.json"
-TASK = "panda_reach"  # run folders go under <runs>/panda_reach/
+REAL_TIME_EVAL = "real_time_eval"  # the run's sub-folder of its evaluation at real time
 # May differ on a resume (one process or two runs the same MDP: test_timing_models.py).
 NOT_RECORDED = ("resume", "extend_to", "run_dir", "checkpoint_every", "use_mock_hardware", "one_process")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=os.environ.get("SPIN_DECOUPLER_COMMAND", "python -m franka_agent.pipeline"),
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--robot",
-        default="panda",
-        help="the arm's profile: panda (default), fr3, ur5e (config/robots/) or the path of a profile file",
-    )
-    parser.add_argument("--config", help="parameters YAML (default: config/panda_reach.yaml)")
-    parser.add_argument("--total-timesteps", type=int, help="training steps (default: the config's)")
-    parser.add_argument(
-        "--sim-speed",
-        type=float,
-        default=0.0,
-        help="simulated seconds per wall second of the mock; 0 (default): as fast as the agent, in lockstep",
-    )
-    parser.add_argument(
-        "--timing-model",
-        help="how long the mock's world runs on while the learner thinks: wall (as it happens), none, "
-        "fixed:<s>, lognormal:<median>,<p99> or replay:<steps.csv> (docs/time_models.md); default: replay of "
-        "this learner's think times at real time (config/think_times_panda_sac.csv)",
-    )
-    parser.add_argument(
-        "--one-process",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="run each mock arm and its agent in one process (franka_agent.sim_robot); auto (default): yes under "
-        "any timing model but wall, where the run is the same either way",
-    )
-    parser.add_argument("--rl-timestep", type=float, help="seconds of one RL step (default: the config's)")
-    parser.add_argument("--control-rate", type=float, help="agent control rate in Hz (default: the config's)")
-    parser.add_argument("--algorithm", choices=("sac", "td3"), help="default: the config's")
-    parser.add_argument("--seed", type=int, help="default: the config's")
-    parser.add_argument("--eval-episodes", type=int, help="default: the config's")
-    parser.add_argument(
-        "--num-agents", type=int, default=1, help="mock Pandas and agents to train on at once (/panda0...)"
-    )
-    parser.add_argument(
-        "--run-dir", help="run folder (default: a fresh runs/panda_reach/<date-time>; one holding a run is refused)"
-    )
-    parser.add_argument(
-        "--resume",
-        metavar="RUN_DIR",
-        help=f"go on with that run from its latest checkpoint, with the options it was started with "
-        f"(RUN_DIR/{OPTIONS_FILE}); logs appended",
-    )
-    parser.add_argument(
-        "--extend-to",
-        type=int,
-        metavar="STEPS",
-        help="with --resume of a finished run: train it on to STEPS in all (its results, model and plots are "
-        "kept in RUN_DIR/finished_at_<steps>/); a finished run is otherwise never trained or evaluated again",
-    )
-    parser.add_argument(
-        "--evaluate",
-        metavar="MODEL_ZIP",
-        help="evaluate a trained policy (a run's model.zip) over --eval-episodes instead of training; "
-        "e.g. with --sim-speed 1 --timing-model wall, at real time",
-    )
-    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (default: the config's)")
-    parser.add_argument(
-        "--use-mock-hardware",
-        default="true",
-        choices=("true", "false"),
-        help="false drives a real Panda: that needs franka_ros2, so use the launch file",
-    )
-    return parser
-
-
-class Refusal(ValueError):
-    """A user's mistake, said in one line before anything starts (exit code 2)."""
-
-
-# The ranges the nodes' parameters take (franka_agent.train, AgentNode), checked here
-# first: a refusal must come before a run folder or a node exists.
-RANGES: dict[str, tuple[float, float]] = {
-    "total_timesteps": (1, float("inf")),
-    "extend_to": (1, float("inf")),
-    "eval_episodes": (1, float("inf")),
-    "seed": (0, float("inf")),
-    "num_agents": (1, 64),
-    "checkpoint_every": (0, float("inf")),
-    "sim_speed": (0.0, 1e6),
-    "rl_timestep": (1e-4, 60.0),
-    "control_rate": (1.0, 5000.0),
-}
-
-
-def check_ranges(args: argparse.Namespace) -> None:
-    for name, (low, high) in RANGES.items():
-        value = getattr(args, name, None)
-        if value is not None and not low <= value <= high:
-            allowed = f"at least {low:g}" if high == float("inf") else f"from {low:g} to {high:g}"
-            raise Refusal(f"--{name.replace('_', '-')} {value:g}: must be {allowed}")
-
-
-def options_of_the_run(args: argparse.Namespace, parser: argparse.ArgumentParser, run_dir: Path) -> None:
-    """On a resume, take the options the run was started with; an option given again
-    with another value is refused, naming it (a run is one experiment)."""
-    recorded_path = run_dir / OPTIONS_FILE
-    if not recorded_path.is_file():
-        raise Refusal(f"{recorded_path} does not exist, so the run's options are unknown")
-    recorded = json.loads(recorded_path.read_text())
-    for name, value in recorded.items():
-        given = getattr(args, name, None)
-        if given != parser.get_default(name) and given != value:
-            flag = "--" + name.replace("_", "-")
-            started = f"{flag} {value}" if value is not None else f"the config's {name} (no {flag})"
-            extend = "; to train a finished run further: --extend-to STEPS" if name == "total_timesteps" else ""
-            raise Refusal(f"the run was started with {started}, not {flag} {given}: leave it out{extend}")
-        setattr(args, name, value)
-
-
-def check_resume(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """A resume's folder, checkpoint, step log and options agree, and it rewrites nothing."""
-    from spin_decoupler_ros.rl.checkpoint import CheckpointError, check_log, read_latest, refuse_to_rewrite
-
-    run_dir = Path(args.resume)
-    if args.run_dir and Path(args.run_dir) != run_dir:
-        raise Refusal("--resume goes on in the run's own folder: leave out --run-dir")
-    try:
-        latest = read_latest(run_dir)
-        check_log(run_dir / "steps.csv", latest)
-        options_of_the_run(args, parser, run_dir)
-        if args.extend_to is not None:
-            if args.extend_to <= latest.step:
-                raise Refusal(f"--extend-to {args.extend_to}: the run has trained {latest.step} steps already")
-            args.total_timesteps = args.extend_to
-        rewrite = refuse_to_rewrite(run_dir, latest.step, args.total_timesteps or 0)
-    except CheckpointError as exc:
-        raise Refusal(str(exc)) from None
-    if rewrite is not None:
-        raise Refusal(rewrite)
-    if not os.access(run_dir, os.W_OK):
-        raise Refusal(f"{run_dir} is not writable: the resumed run appends to it")
-
-
-def check_step_timing(args: argparse.Namespace) -> None:
-    """The agent's rule, checked here first: an RL step lasts longer than a control period
-    (--rl-timestep and --control-rate, or the config's values)."""
-    import yaml
-
-    config = Path(args.config) if args.config else find_config("panda_reach.yaml", package="franka_agent")
-    agent = yaml.safe_load(config.read_text()).get("/**/panda_agent", {}).get("ros__parameters", {})
-    timestep = args.rl_timestep if args.rl_timestep is not None else float(agent.get("rl_timestep", 0.1))
-    rate = args.control_rate if args.control_rate is not None else float(agent.get("control_rate", 100.0))
-    if timestep <= 1.0 / rate:
-        raise Refusal(
-            f"--rl-timestep {timestep:g} s must exceed the control period 1/{rate:g} Hz = {1.0 / rate:g} s "
-            "(raise --control-rate, or lengthen the step)"
-        )
-
-
-def check_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Every option and every file the job needs, before anything is created or started;
-    Refusal naming the first that is wrong (test_pipeline_refusals.py)."""
-    from franka_agent.core.profile_file import load_profile
-    from spin_decoupler_ros.core.think_time import TimingModel
-    from spin_decoupler_ros.params import check_params_files
-
-    check_ranges(args)
-    try:
-        load_profile(args.robot)
-    except ParameterError as exc:
-        raise Refusal(f"--robot: {exc}") from None
-    if args.use_mock_hardware == "false":
-        raise Refusal(
-            "--use-mock-hardware false: a real arm is driven through its driver, which this job cannot start; "
-            f"use: ros2 launch franka_agent panda_train.launch.py robot:={args.robot} use_mock_hardware:=false "
-            "robot_ip:=<ip>"
-        )
-    if args.evaluate and args.resume:
-        raise Refusal("--evaluate and --resume exclude each other")
-    if args.evaluate and not Path(args.evaluate).is_file():
-        raise Refusal(f"--evaluate {args.evaluate}: no such file")
-    if args.resume:
-        try:
-            check_resume(args, parser)
-        except Refusal as exc:
-            raise Refusal(f"--resume {args.resume}: {exc}") from None
-    elif args.extend_to is not None:
-        raise Refusal("--extend-to goes with --resume of a finished run")
-    if args.config is not None:
-        try:
-            check_params_files(["--params-file", args.config])
-        except ParameterError as exc:
-            raise Refusal(f"--config: {exc}") from None
-    if args.timing_model is not None:
-        try:
-            TimingModel.parse(args.timing_model)
-        except ParameterError as exc:
-            raise Refusal(f"--timing-model: {exc}") from None
-    check_step_timing(args)
-    if not args.resume:
-        try:
-            check_run_dir(args.run_dir or "", TASK)
-        except ParameterError as exc:
-            raise Refusal(f"--run-dir: {exc}" if args.run_dir else str(exc)) from None
 
 
 def start_nodes(
@@ -320,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.control_rate is not None:
         agent_params["control_rate"] = args.control_rate
     trainer_params: dict[str, object] = {"run_dir": str(run_dir), "robot": args.robot}
+    if args.total_timesteps is not None:  # a budget given (or an extension): train all of it
+        trainer_params["stop_at_success"] = 0.0
     if args.resume:
         trainer_params["resume"] = str(run_dir)
     if args.evaluate:
@@ -334,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if getattr(args, option) is not None:
             trainer_params[name] = getattr(args, option)
+    real_time_eval = evaluates_at_real_time(args)
+    if real_time_eval:
+        trainer_params["eval_episodes"] = 0  # (the evaluation comes after, at real time)
 
     speed = "flat out, in lockstep with the agent" if args.sim_speed == 0 else f"{args.sim_speed:g}x real time"
     print(
@@ -367,15 +170,64 @@ def main(argv: list[str] | None = None) -> int:
             figures["mock_limit_violations"] = violations if len(violations) > 1 else next(iter(violations.values()))
             figures["timing_model"] = args.timing_model
             results.write_text(json.dumps(figures, indent=2) + "\n")
+    if code == 0 and results.exists() and real_time_eval:
+        code = evaluate_at_real_time(args, run_dir)
+        figures = json.loads(results.read_text())
     if code == 0 and results.exists() and not args.evaluate:
         print(
             f"done: success rate {100 * figures['success_rate']:.0f}% over {figures['eval_episodes']} evaluation "
-            f"episodes; {figures['total_timesteps']} steps in {figures['train_seconds']:.0f} s; "
-            f"limit violations counted by the mock hardware: {figures['mock_limit_violations']}; "
+            f"episodes{' at real time' if real_time_eval else ''}; {figures['total_timesteps']} steps in "
+            f"{figures['train_seconds']:.0f} s; limit violations counted by the mock hardware: "
+            f"{figures['mock_limit_violations']}{violations_in_evaluation(figures)}; "
             f"see {run_dir}/ (model.zip, steps.csv, learning_curve.png, lat_histogram.png, results.json)",
             flush=True,
         )
     return 1 if code is not None and code < 0 else int(code or 0)
+
+
+def violations_in_evaluation(figures: dict[str, object]) -> str:
+    """The real-time evaluation's count, if there was one, for the closing line."""
+    count = figures.get("eval_mock_limit_violations")
+    return "" if count is None else f" in training, {count} in the evaluation"
+
+
+def evaluates_at_real_time(args: argparse.Namespace) -> bool:
+    """Whether the policy trained is evaluated afterwards at real time (--real-time-eval)."""
+    if args.evaluate or args.real_time_eval == "no":
+        return False
+    return args.real_time_eval == "yes" or not (args.sim_speed == 1.0 and args.timing_model == "wall")
+
+
+def evaluate_at_real_time(args: argparse.Namespace, run_dir: Path) -> int:
+    """The trained policy over --eval-episodes on a fresh mock at real time under wall, as on
+    the arm (the first agent's robot): its run in ``run_dir/real_time_eval``, its figures
+    the run's evaluation in results.json; the exit code."""
+    folder = run_dir / REAL_TIME_EVAL
+    if folder.exists():  # (a resumed run evaluates again)
+        shutil.rmtree(folder)
+    same = [
+        f"--{name.replace('_', '-')}={getattr(args, name)}"
+        for name in ("robot", "config", "seed", "eval_episodes", "rl_timestep", "control_rate", "algorithm")
+        if getattr(args, name) is not None
+    ]
+    code = main(
+        [
+            *same,
+            "--evaluate", str(run_dir / "model.zip"), "--sim-speed", "1", "--timing-model", "wall",
+            "--real-time-eval", "no", "--run-dir", str(folder),
+        ]
+    )  # fmt: skip
+    if code != 0:
+        print(f"the evaluation at real time failed; its logs are in {folder}", file=sys.stderr, flush=True)
+        return code
+    evaluation = json.loads((folder / "results.json").read_text())
+    results = json.loads((run_dir / "results.json").read_text())
+    for key in ("eval_episodes", "success_rate", "mean_final_distance_m", "mean_episode_length", "eval_seconds"):
+        results[key] = evaluation[key]
+    results["evaluation"] = "at real time: the mock at speed 1 under wall, as on the arm"
+    results["eval_mock_limit_violations"] = evaluation["mock_limit_violations"]
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,11 @@ from spin_decoupler_ros.rl import DecoupledEnv, StepAnswer
 # arm's number of joints.
 TCP = slice(-3, None)
 ERROR = slice(-3, None)
+# In the task's observation: the agent's TCP, then the target, then the error.
+TASK_TCP = slice(-9, -6)
+TARGET = slice(-6, -3)
 ERROR_PER_METRE = 10.0
+RESETS = ("home", "here")  # where an episode starts: ReachEnv's reset_from
 
 
 def observation_size(dof: int) -> int:
@@ -61,6 +65,19 @@ class ReachTask:
         return np.concatenate([agent_observation, self.target, error]).astype(np.float32)
 
     @staticmethod
+    def achieved_goal(observation: np.ndarray) -> np.ndarray:
+        """Where the TCP is, from a task observation (goal relabelling: rl/relabel.py)."""
+        return np.array(observation[TASK_TCP], dtype=np.float64)
+
+    @staticmethod
+    def with_goal(observation: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """The task observation as it would read with ``goal`` as the target."""
+        relabelled = np.array(observation, copy=True)
+        relabelled[TARGET] = goal
+        relabelled[ERROR] = (goal - observation[TASK_TCP]) * ERROR_PER_METRE
+        return relabelled
+
+    @staticmethod
     def distance(observation: np.ndarray) -> float:
         """Distance (m) from the TCP to the target, from a task observation."""
         return float(np.linalg.norm(observation[ERROR])) / ERROR_PER_METRE
@@ -97,10 +114,19 @@ class ReachEnv(DecoupledEnv):
     Terminated when the TCP is within ``success_distance`` of the target (a success);
     truncated after ``max_episode_steps``. ``info["is_success"]`` says which.
 
+    ## Reset
+    ``reset_from="home"``: the agent takes the arm home (plus its reset noise from the
+    episode's seed). ``"here"``: the next target is reached for from where the arm
+    stands (the joint positions of the last answer, sent as the agent's reset pose): a
+    reset then costs the arm a brake to rest, not a trip home; the first episode, and one
+    after the agent was lost, still start at home. Evaluation uses home resets
+    (``evaluate_policy``), so policies are compared from the same starts.
+
     :param target_low: lower corner of the box targets are drawn from (m).
     :param target_high: its upper corner (m); keep it inside the agent's workspace box.
     :param success_distance: how close counts as reached (m).
     :param reward_per_metre: reward scale (see ``ReachTask``).
+    :param reset_from: "home" or "here" (see Reset).
     """
 
     def __init__(
@@ -112,8 +138,11 @@ class ReachEnv(DecoupledEnv):
         success_distance: float = 0.02,
         reward_per_metre: float = 10.0,
         max_episode_steps: int = 50,
+        reset_from: str = "home",
         **kwargs: Any,
     ) -> None:
+        if reset_from not in RESETS:
+            raise ValueError(f"reset_from is {reset_from!r}: it takes one of {', '.join(RESETS)}")
         super().__init__(agent_namespace, max_episode_steps=max_episode_steps, **kwargs)
         size = self.client.observation_size
         if size < 9 or (size - 3) % 2:
@@ -123,12 +152,24 @@ class ReachEnv(DecoupledEnv):
             )
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(size + 6,), dtype=np.float32)
         self.task = ReachTask(target_low, target_high, success_distance, reward_per_metre)
+        self.reset_from = reset_from
+        self._dof = (size - 3) // 2
+        self._stands_at: np.ndarray | None = None  # the joint positions of the last answer
 
     def new_episode(self) -> Sequence[float]:
         self.task.draw_target(self.np_random)
+        if self.reset_from == "here" and self._stands_at is not None:
+            return tuple(float(q) for q in self._stands_at)  # the agent's reset pose
         return ()  # the agent draws its start pose from the seed it is sent
 
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        if "truncated_reason" in info:  # the agent was lost: where the arm stands is unknown
+            self._stands_at = None
+        return observation, reward, terminated, truncated, info
+
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
+        self._stands_at = np.array(answer.observation[: self._dof])
         return self.task.observation(answer.observation)
 
     def task_reward(self, observation: np.ndarray, action: np.ndarray, answer: StepAnswer) -> float:

@@ -22,13 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from rclpy.node import Node
 
-from franka_agent.algorithms import ALGORITHMS, declare_hyperparameters, evaluate_policy, load_model, make_model
-from franka_agent.core.profile import RobotProfile
+from franka_agent.algorithms import (
+    ALGORITHMS,
+    declare_hyperparameters,
+    evaluate_policy,
+    gradient_steps_per_step,
+    load_model,
+    make_model,
+)
 from franka_agent.core.profile_file import load_profile
-from franka_agent.reach_task import ReachEnv
-from franka_agent.robots import robot_namespaces, robot_remaps
+from franka_agent.reach_task import RESETS, ReachEnv
+from franka_agent.robots import robot_namespaces
+from franka_agent.run_outputs import RUN_FOLDER_README, clients_of, start_recording
 from spin_decoupler_ros.core.errors import ParameterError
 from spin_decoupler_ros.params import (
     check_no_unknown_parameters,
@@ -46,7 +52,7 @@ from spin_decoupler_ros.tools.paths import claim_run_dir
 from spin_decoupler_ros.tools.processes import die_with_parent
 
 if TYPE_CHECKING:
-    from spin_decoupler_ros.rl.recording import RunRecorder
+    pass
 
 NODE_NAME = "panda_trainer"
 
@@ -88,10 +94,25 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         )
         algorithm = declare_str(node, "algorithm", "sac", "SB3 algorithm", choices=ALGORITHMS)
         hyper = declare_hyperparameters(node, algorithm)
-        total_timesteps = declare_int(node, "total_timesteps", 10000, "training steps", low=1)
+        total_timesteps = declare_int(node, "total_timesteps", 10000, "training steps (the budget)", low=1)
+        stop_at_success = declare_float(
+            node,
+            "stop_at_success",
+            0.95,
+            "end training once this share of the last success_window episodes succeeded (0: train the budget)",
+            low=0.0,
+            high=1.0,
+        )
+        success_window = declare_int(node, "success_window", 20, "episodes stop_at_success looks at", low=1)
         seed = declare_int(node, "seed", 0, "seed of the learner and of the episodes", low=0)
         episode_steps = declare_int(node, "episode_steps", 50, "steps before an episode is truncated", low=1)
-        eval_episodes = declare_int(node, "eval_episodes", 20, "episodes of the final evaluation", low=1)
+        eval_episodes = declare_int(
+            node,
+            "eval_episodes",
+            20,
+            "episodes of the final evaluation (0 after training: none, as when the main job evaluates at real time)",
+            low=0,
+        )
         success_distance = declare_float(
             node, "success_distance", 0.02, "reached when this close", unit="m", low=0.001, high=1.0
         )
@@ -107,6 +128,14 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         target_high = declare_float_list(
             node, "target_high", list(profile.target_high), "target box upper corner (m; the profile's by default)"
         )
+        reset_from = declare_str(
+            node,
+            "reset_from",
+            "here",
+            "where a training episode starts: home (plus the agent's reset noise), or here, where the last one left "
+            "the arm (a reset costs a brake to rest, not a trip home; evaluation starts at home)",
+            choices=RESETS,
+        )
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
         train_while_acting = declare_bool(
             node,
@@ -114,6 +143,15 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             True,
             "run each step's gradient steps while the agent executes the next action (the policy acts one "
             "update behind); false: between observation and action, as SB3 does, where they are think time",
+        )
+        updates_per_second = declare_float(
+            node,
+            "updates_per_second",
+            50.0,
+            "gradient steps per second of action, run while the agent acts: a step of d seconds gets "
+            "round(d x this), at least <algorithm>.gradient_steps (0: that many per step); keep it within what "
+            "this machine runs in the action's time (the progress lines and results.json give the cost of one)",
+            low=0.0,
         )
         progress_every = declare_int(node, "progress_every", 1000, "steps between progress lines", low=1)
         run_dir_param = declare_str(
@@ -147,6 +185,8 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         )
         if evaluate and resume:
             raise ParameterError("parameters 'evaluate' and 'resume' exclude each other: evaluate a run's model.zip")
+        if evaluate and eval_episodes == 0:
+            raise ParameterError("parameter 'evaluate' needs eval_episodes of at least 1")
         if evaluate and not Path(evaluate).is_file():
             raise ParameterError(f"parameter 'evaluate' = '{evaluate}': no such file")
         checkpoint = None
@@ -205,6 +245,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
     from spin_decoupler_ros.rl.training import (
         ProgressCallback,
         StepLogCallback,
+        StopAtSuccess,
         act_while_training,
         begin_episode_again,
     )
@@ -220,6 +261,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             success_distance=success_distance,
             reward_per_metre=reward_per_metre,
             max_episode_steps=episode_steps,
+            reset_from=reset_from,
             on_agent_lost=cast(Any, on_agent_lost) if num_agents == 1 else "raise",
             agent_wait_timeout=agent_wait_timeout,
         )
@@ -263,8 +305,11 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             return 0
         done_steps = 0 if checkpoint is None else checkpoint.step
         trained_before = 0.0 if checkpoint is None else float(checkpoint.state.get("train_seconds", 0.0))
+        hyper["gradient_steps"] = gradient_steps_per_step(
+            client.rl_timestep, updates_per_second, hyper["gradient_steps"]
+        )
         if checkpoint is None:
-            model = make_model(algorithm, train_env, hyper, seed, train_while_acting)
+            model = make_model(algorithm, train_env, hyper, seed, train_while_acting, task=env.task)
         else:
             model = load_model(algorithm, checkpoint.path, train_env, hyper, train_while_acting)
             restore_rng_states(checkpoint.state["rng"])
@@ -286,6 +331,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             resume=None if checkpoint is None else checkpoint.state["log"],
         )
         progress = ProgressCallback(total_timesteps, steps, every=progress_every)
+        stop = StopAtSuccess(steps, stop_at_success, success_window)
         started = time.monotonic()
         checkpoints = CheckpointCallback(
             run_dir,
@@ -293,13 +339,15 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             steps,
             lambda: {"algorithm": algorithm, "train_seconds": trained_before + time.monotonic() - started},
         )
-        log.info(f"training {algorithm.upper()} for {total_timesteps} steps; run folder {run_dir}")
+        until = f", or until {100 * stop_at_success:g}% of {success_window} episodes succeed" if stop_at_success else ""
+        log.info(f"training {algorithm.upper()} for {total_timesteps} steps{until}; run folder {run_dir}")
         try:
             learn(
                 model,
                 total_timesteps - done_steps,
                 clients_of(closing, client),
                 steps,
+                stop,
                 progress,
                 checkpoints,
                 reset_num_timesteps=checkpoint is None,
@@ -314,9 +362,15 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             )
             return INTERRUPTED
         train_seconds = trained_before + time.monotonic() - started
+        trained_steps = model.num_timesteps
+        if stop.reached_at is not None:
+            log.info(
+                f"{100 * stop_at_success:g}% of the last {success_window} episodes succeeded at step "
+                f"{stop.reached_at}: training ends there"
+            )
         model.save(run_dir / "model")
 
-        evaluation = evaluate_policy(env, model, eval_episodes, seed)
+        evaluation = evaluate_policy(env, model, eval_episodes, seed) if eval_episodes else {}
         with open(run_dir / "episodes.csv", "w", newline="") as file:
             writer = csv.DictWriter(file, fieldnames=["step", "return", "success", "length"])
             writer.writeheader()
@@ -328,9 +382,11 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         lats = np.array(steps.lats)
         results: dict[str, Any] = {
             "algorithm": algorithm,
-            "total_timesteps": total_timesteps,
+            "total_timesteps": trained_steps,
+            "step_budget": total_timesteps,
+            "stopped_at_success": stop.reached_at,
             "train_seconds": round(train_seconds, 1),
-            "train_steps_per_second": round(total_timesteps / train_seconds, 2),
+            "train_steps_per_second": round(trained_steps / train_seconds, 2),
             **evaluation,
             "lat_ms": {
                 "median": round(float(np.median(lats)) * 1e3, 3),
@@ -342,15 +398,17 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             "num_agents": num_agents,
             "hyperparameters": hyper,
             "train_while_acting": train_while_acting,
+            "gradient_step_ms": None if getattr(model, "update_ms", None) is None else round(model.update_ms, 2),
             "seed": seed,
         }
         write_results(run_dir, results)
-        print(
+        said = (
             f"evaluation: success {100 * results['success_rate']:.0f}% over {eval_episodes} episodes, "
             f"mean final distance {100 * results['mean_final_distance_m']:.1f} cm; "
-            f"trained {total_timesteps} steps in {train_seconds:.0f} s; run folder {run_dir}",
-            flush=True,
+            if eval_episodes
+            else ""
         )
+        print(f"{said}trained {trained_steps} steps in {train_seconds:.0f} s; run folder {run_dir}", flush=True)
     finally:
         closing.close()
         if recorder is not None:
@@ -364,60 +422,6 @@ def resume_command(run_dir: Path) -> str:
     if os.environ.get("SPIN_DECOUPLER_COMMAND"):
         return f"{os.environ['SPIN_DECOUPLER_COMMAND']} --resume {run_dir}"
     return f"./ws main --resume {run_dir} (launch: resume:={run_dir})"
-
-
-RUN_FOLDER_README = """\
-# A Panda reach run
-
-- steps.csv, episodes.csv: every step's timing (LAT, ATO, durations) and reward; each episode
-- results.json: the evaluation; learning_curve.png, lat_histogram.png
-- model.zip: the trained policy (./ws main --evaluate model.zip evaluates it again)
-- checkpoints/: resume with ./ws main --resume <this folder> (launch: resume:=<this folder>); a
-  finished run is extended with --resume <this folder> --extend-to <steps>, its outputs kept in
-  finished_at_<steps>/
-- options.json: how the run was started. The same options and seed on this machine repeat
-  steps.csv (all but wall_time, round_trip, clock_offset) under every timing model but wall;
-  under wall, time is the machine's and nothing repeats exactly
-- run.mcap (run.N.mcap after a resume): the run's messages, ros2 bag's MCAP layout:
-  ros2 bag info run.mcap, ros2 bag play run.mcap, or open it in Foxglove or PlotJuggler
-- tensorboard/: SB3's scalars and the timing ones (timing/*): tensorboard --logdir tensorboard
-- *.log: each node's log
-"""
-
-
-def clients_of(closing: Any, client: RLClient) -> list[RLClient]:
-    """Every agent's client: a VecEnv's, or the one env's."""
-    return list(getattr(closing, "clients", [client]))
-
-
-def start_recording(
-    run_dir: Path,
-    node: Node,
-    clients: list[RLClient],
-    namespaces: list[str],
-    joint_states_every: int,
-    profile: RobotProfile,
-) -> RunRecorder:
-    """run.mcap (run.N.mcap for a resumed run): each agent's traffic, and each robot's joint
-    states (one in ``joint_states_every``) and the trajectories its agent sends."""
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
-    from spin_decoupler_ros.rl.recording import record_clients
-
-    recorder = record_clients(run_dir, clients)
-    commands_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
-    for namespace in namespaces:
-        remaps = robot_remaps(namespace, profile)
-        if joint_states_every:
-            states = profile.joint_states.merged_topic
-            recorder.record_topic(
-                node, remaps.get(states, states), "sensor_msgs/msg/JointState", every=joint_states_every
-            )
-        commands = profile.controller.command_topic
-        recorder.record_topic(
-            node, remaps.get(commands, commands), "trajectory_msgs/msg/JointTrajectory", qos=commands_qos
-        )
-    return recorder
 
 
 if __name__ == "__main__":

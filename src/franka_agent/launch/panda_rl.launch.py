@@ -33,6 +33,8 @@ def _trainer(context: LaunchContext) -> list[object]:
         value = LaunchConfiguration(name).perform(context)
         if value:
             overrides[name] = kind(value)
+    if "total_timesteps" in overrides:  # a budget given is trained whole, as ./ws main --total-timesteps
+        overrides["stop_at_success"] = 0.0
     trainer = Node(
         package="franka_agent",
         executable="panda_trainer",
@@ -49,7 +51,10 @@ def generate_launch_description() -> LaunchDescription:
         [
             *config_and_namespace(),
             DeclareLaunchArgument(
-                "total_timesteps", default_value="", description="training steps (empty: the config's)"
+                "total_timesteps",
+                default_value="",
+                description="train exactly this many steps (empty: the config's budget, ending once its "
+                "stop_at_success share of the last episodes succeeded)",
             ),
             DeclareLaunchArgument(
                 "num_agents",

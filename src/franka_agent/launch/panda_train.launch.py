@@ -34,7 +34,11 @@ _ARGUMENTS = {
         "cap the joint accelerations within the arm's jerk limits (empty: true on a real arm, the config's on "
         "the mock)",
     ),
-    "total_timesteps": ("", "training steps (empty: the config's)"),
+    "total_timesteps": (
+        "",
+        "train exactly this many steps (empty: the config's budget, ending once its stop_at_success share of the "
+        "last episodes succeeded)",
+    ),
     "algorithm": ("", "sac or td3 (empty: the config's)"),
     "seed": ("", "seed (empty: the config's)"),
     "run_dir": (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from franka_agent.pipeline import OPTIONS_FILE, build_parser, options_of_the_run
+from franka_agent.pipeline_options import OPTIONS_FILE, build_parser, options_of_the_run
 
 
 def test_a_resume_takes_the_runs_options_and_refuses_another_value_naming_it(tmp_path: Path) -> None:

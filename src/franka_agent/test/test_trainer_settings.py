@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from franka_agent.algorithms import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient
+from franka_agent.algorithms import HYPERPARAMETERS, TEXT_SETTINGS, entropy_coefficient, gradient_steps_per_step
 from spin_decoupler_ros.core.errors import ParameterError
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "panda_reach.yaml"
@@ -40,3 +40,15 @@ def test_every_setting_given_as_text_has_its_parser(algorithm: str) -> None:
     text = {name for name, default in HYPERPARAMETERS[algorithm].items() if isinstance(default, str)}
     assert text <= set(TEXT_SETTINGS)
     assert TEXT_SETTINGS["ent_coef"][0] is entropy_coefficient
+
+
+@pytest.mark.parametrize(
+    ("duration", "per_second", "at_least", "steps"),
+    [(0.1, 0.0, 1, 1), (0.1, 100.0, 1, 10), (0.25, 100.0, 1, 25), (0.1, 5.0, 1, 1), (0.1, 100.0, 12, 12)],
+)
+def test_the_gradient_steps_of_a_step_follow_its_duration(
+    duration: float, per_second: float, at_least: int, steps: int
+) -> None:
+    """updates_per_second x the action's duration, never below the algorithm's own count;
+    0 keeps SB3's fixed count per step."""
+    assert gradient_steps_per_step(duration, per_second, at_least) == steps

@@ -16,6 +16,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
+    StepLogCallback,
+    StopAtSuccess,
     TimingScalarsCallback,
     act_while_training,
     begin_episode_again,
@@ -120,6 +122,7 @@ def test_gradient_steps_run_while_the_agent_acts(tmp_path: Path, algorithm: type
     during = [after - before for before, after in env.updates]
     assert sum(during) == 19 and all(n in (0, 1) for n in during)  # the 20th: as learn() ends
     assert all(before == after for before, after in env.updates[:11])  # nothing before learning starts
+    assert model.updates_run == 20 and model.update_ms is not None and model.update_ms > 0  # type: ignore[attr-defined]
 
     model.save(tmp_path / "model")
     loaded = algorithm.load(tmp_path / "model")
@@ -204,3 +207,59 @@ def test_a_model_told_to_begin_again_resets_its_env_in_learn() -> None:
     model.learn(5, reset_num_timesteps=False)
     assert len(resets) == 2
     assert model.num_timesteps == 15
+
+
+class _Outcomes(gym.Env):  # type: ignore[type-arg]
+    """One-step episodes that succeed as ``outcomes`` says, then always."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def __init__(self, outcomes: list[bool]) -> None:
+        self.outcomes = list(outcomes)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        return self.observation_space.sample() * 0, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        success = self.outcomes.pop(0) if self.outcomes else True
+        return self.observation_space.sample() * 0, 0.0, True, False, {"is_success": success}
+
+
+@pytest.mark.parametrize("rate", [0.95, 0.0])
+def test_training_stops_once_the_last_episodes_succeed(tmp_path: Path, rate: float) -> None:
+    """Five failures, then successes: 95% of the last 20 holds first at the 24th episode
+    (one failure left in the window), and training ends there; rate 0 trains the budget."""
+    model = SAC("MlpPolicy", _Outcomes([False] * 5), learning_starts=1000, policy_kwargs={"net_arch": [8]})
+    log = StepLogCallback(tmp_path / "steps.csv", extra_fields=("is_success",))
+    stop = StopAtSuccess(log, rate, window=20)
+    model.learn(total_timesteps=100, callback=[log, stop])
+    if rate:
+        assert stop.reached_at == model.num_timesteps == 24
+        assert sum(1 - episode["success"] for episode in log.episodes[-20:]) == 1
+    else:
+        assert stop.reached_at is None and model.num_timesteps == 100
+
+
+@pytest.mark.parametrize("algorithm", [SAC, TD3])
+def test_layer_norm_critics_normalise_every_hidden_layer_and_load_back(tmp_path: Path, algorithm: type[Any]) -> None:
+    """Each Q-network (and its target) has a LayerNorm after each hidden layer, none after
+    the output; the model trains, saves and loads with the same networks."""
+    from torch import nn
+
+    from spin_decoupler_ros.rl.critics import LayerNormSACPolicy, LayerNormTD3Policy
+
+    policy = LayerNormSACPolicy if algorithm is SAC else LayerNormTD3Policy
+    settings: dict[str, Any] = {"learning_starts": 10, "batch_size": 8, "seed": 0}
+    model = algorithm(policy, gym.make("Pendulum-v1"), policy_kwargs={"net_arch": [16, 16]}, **settings)
+    for critic in (model.critic, model.critic_target):
+        assert len(critic.q_networks) == 2
+        for q_network in critic.q_networks:
+            kinds = [type(layer) for layer in q_network]
+            assert kinds == [nn.Linear, nn.LayerNorm, nn.ReLU, nn.Linear, nn.LayerNorm, nn.ReLU, nn.Linear]
+    model.learn(total_timesteps=30)
+    model.save(tmp_path / "model")
+    loaded = algorithm.load(tmp_path / "model")
+    assert isinstance(loaded.policy, policy)
+    for name, tensor in model.critic.state_dict().items():
+        assert (loaded.critic.state_dict()[name] == tensor).all(), name

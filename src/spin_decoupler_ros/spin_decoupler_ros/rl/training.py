@@ -134,6 +134,29 @@ class StepLogCallback(BaseCallback):
             self._file = None
 
 
+class StopAtSuccess(BaseCallback):
+    """Ends training once ``rate`` of the last ``window`` finished episodes succeeded
+    (``StepLogCallback.episodes``, kept across a resume): on a robot every further step
+    costs the arm's time and teaches nothing the task asks for. ``rate`` 0 never stops
+    (test_training_helpers.py::test_training_stops_once_the_last_episodes_succeed)."""
+
+    def __init__(self, log: StepLogCallback, rate: float, window: int = 20) -> None:
+        super().__init__()
+        self.log = log
+        self.rate = rate
+        self.window = window
+        self.reached_at: int | None = None  # the step it stopped at
+
+    def _on_step(self) -> bool:
+        if self.rate <= 0.0 or len(self.log.episodes) < self.window:
+            return True
+        recent = self.log.episodes[-self.window :]
+        if np.mean([episode["success"] for episode in recent]) < self.rate:
+            return True
+        self.reached_at = self.num_timesteps
+        return False
+
+
 class TimingScalarsCallback(BaseCallback):
     """Timing beside SB3's own scalars (TensorBoard, when SB3 writes there): LAT and think
     time percentiles over the last ``window`` steps, the agents' late control ticks, and
@@ -228,6 +251,8 @@ class TrainsWhileActing:
 
     _deferred_gradient_steps = 0
     _deferred_batch_size = 0
+    update_seconds = 0.0  # the time the gradient steps took, and how many ran (update_ms)
+    updates_run = 0
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self._deferred_gradient_steps += gradient_steps
@@ -237,8 +262,17 @@ class TrainsWhileActing:
         """Run the gradient steps learn() asked for since the last call (none: nothing)."""
         steps, self._deferred_gradient_steps = self._deferred_gradient_steps, 0
         if steps > 0:
+            started = time.perf_counter()
             super().train(gradient_steps=steps, batch_size=self._deferred_batch_size)  # type: ignore[misc]
             self.policy.set_training_mode(False)  # type: ignore[attr-defined]  # (SB3 acts in eval mode)
+            self.update_seconds += time.perf_counter() - started
+            self.updates_run += steps
+
+    @property
+    def update_ms(self) -> float | None:
+        """The mean wall time of one gradient step so far (None before the first): what
+        a rate of updates per second of action must fit."""
+        return 1e3 * self.update_seconds / self.updates_run if self.updates_run else None
 
     def learn(self, *args: Any, **kwargs: Any) -> Any:
         model = super().learn(*args, **kwargs)  # type: ignore[misc]
@@ -252,8 +286,12 @@ def begin_episode_again(model: Any) -> None:
     the model holds no last observation (``BaseAlgorithm._setup_learn``,
     stable-baselines3 2.9.2, the version requirements/python.txt pins). The one place
     SB3's internals are touched
-    (test_training_helpers.py::test_a_model_told_to_begin_again_resets_its_env_in_learn)."""
+    (test_training_helpers.py::test_a_model_told_to_begin_again_resets_its_env_in_learn).
+    A relabelling replay buffer forgets the episode under way likewise (rl/relabel.py)."""
     model._last_obs = None
+    forget = getattr(getattr(model, "replay_buffer", None), "forget_unfinished_episodes", None)
+    if forget is not None:
+        forget()
 
 
 def trains_while_acting(algorithm: type[Any]) -> type[Any]:
@@ -304,9 +342,11 @@ class ProgressCallback(BaseCallback):
         lats = np.array(self.log.lats[-self.every :]) * 1e3
         lat = f"LAT p50 {np.median(lats):.1f} ms p99 {np.percentile(lats, 99):.1f} ms" if lats.size else ""
         eta = (self.total - self.num_timesteps) / max(rate, 1e-9)
+        update_ms = getattr(self.model, "update_ms", None)
+        updates = "" if update_ms is None else f" | {self.model.gradient_steps} updates a step, {update_ms:.1f} ms each"
         print(
             f"step {self.num_timesteps:>7}/{self.total} | {rate:5.1f} steps/s | last 20 episodes: return "
-            f"{returns:7.2f}, success {success:5.1f}% | {lat} | {elapsed:5.0f} s, ~{eta:4.0f} s left",
+            f"{returns:7.2f}, success {success:5.1f}% | {lat}{updates} | {elapsed:5.0f} s, ~{eta:4.0f} s left",
             file=self.out,
             flush=True,
         )
