@@ -158,24 +158,25 @@ def test_reset_returns_home(panda_client: RLClient) -> None:
     assert 0 < np.max(np.abs(noisy - PANDA.home)) <= 0.1 + 5e-3  # reset_noise 0.1 rad
 
 
-def test_a_reach_env_resetting_here_starts_where_the_arm_stands(panda_client: RLClient) -> None:
-    """reset_from="here": the next episode starts where the last one left the arm (its
-    last answer's joint positions, reached again after braking); the evaluation's resets
-    go home as ever (franka_agent.algorithms.evaluate_policy)."""
+def test_a_reach_env_resetting_here_starts_where_a_success_left_the_arm(panda_client: RLClient) -> None:
+    """reset_from="here": after a success the next episode starts where the arm stands
+    (the last answer's joint positions, reached again after braking); after a failure,
+    at home; the evaluation's resets go home as ever (algorithms.evaluate_policy)."""
     from franka_agent.reach_task import ReachEnv
 
-    env = ReachEnv(client=panda_client, reset_from="here", max_episode_steps=6)
-    first, _ = env.reset(seed=0)
-    assert np.max(np.abs(first[:7] - PANDA.home)) <= 0.1 + 5e-3  # the first episode starts at home
-    truncated = False
-    while not truncated:
-        last, _, _, truncated, _ = env.step(np.array([1.0, 1.0, -1.0], dtype=np.float32))
+    env = ReachEnv(client=panda_client, reset_from="here", max_episode_steps=40)
+    observation, _ = env.reset(seed=0)
+    assert np.max(np.abs(observation[:7] - PANDA.home)) <= 0.1 + 5e-3  # the first episode starts at home
+    terminated = truncated = False
+    while not (terminated or truncated):  # a proportional policy on the error (decimetres)
+        observation, _, terminated, truncated, _ = env.step(np.clip(observation[-3:] * 3.0, -1.0, 1.0))
+    assert terminated, "the proportional policy did not reach the target"
     again, _ = env.reset()
-    np.testing.assert_allclose(again[:7], last[:7], atol=5e-3)
-    assert np.max(np.abs(again[:7] - PANDA.home)) > 0.1
-    env.reset_from = "home"
+    np.testing.assert_allclose(again[:7], observation[:7], atol=5e-3)
+    while not truncated:  # standing still: a failure
+        _, _, _, truncated, _ = env.step(np.zeros(3, dtype=np.float32))
     home, _ = env.reset(seed=0)
-    np.testing.assert_allclose(home[:7], first[:7], atol=5e-3)
+    assert np.max(np.abs(home[:7] - PANDA.home)) <= 0.1 + 5e-3
 
 
 def test_reset_options_other_than_a_pose_end_the_episode_naming_them(panda_client: RLClient) -> None:

@@ -116,11 +116,13 @@ class ReachEnv(DecoupledEnv):
 
     ## Reset
     ``reset_from="home"``: the agent takes the arm home (plus its reset noise from the
-    episode's seed). ``"here"``: the next target is reached for from where the arm
-    stands (the joint positions of the last answer, sent as the agent's reset pose): a
-    reset then costs the arm a brake to rest, not a trip home; the first episode, and one
-    after the agent was lost, still start at home. Evaluation uses home resets
-    (``evaluate_policy``), so policies are compared from the same starts.
+    episode's seed). ``"here"``: after a success the next target is reached for from
+    where the arm stands (the joint positions of the last answer, sent as the agent's
+    reset pose): the reset costs the arm a brake to rest, not a trip home. After a
+    failure (truncated: the arm may be anywhere, and starts from home stay in the data
+    while the policy still fails), for the first episode and after a lost agent: home.
+    Evaluation uses home resets (``evaluate_policy``), so policies are compared from the
+    same starts.
 
     :param target_low: lower corner of the box targets are drawn from (m).
     :param target_high: its upper corner (m); keep it inside the agent's workspace box.
@@ -155,18 +157,13 @@ class ReachEnv(DecoupledEnv):
         self.reset_from = reset_from
         self._dof = (size - 3) // 2
         self._stands_at: np.ndarray | None = None  # the joint positions of the last answer
+        self._succeeded = False  # whether the last answered step reached its target
 
     def new_episode(self) -> Sequence[float]:
         self.task.draw_target(self.np_random)
-        if self.reset_from == "here" and self._stands_at is not None:
+        if self.reset_from == "here" and self._succeeded and self._stands_at is not None:
             return tuple(float(q) for q in self._stands_at)  # the agent's reset pose
         return ()  # the agent draws its start pose from the seed it is sent
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = super().step(action)
-        if "truncated_reason" in info:  # the agent was lost: where the arm stands is unknown
-            self._stands_at = None
-        return observation, reward, terminated, truncated, info
 
     def make_observation(self, answer: StepAnswer) -> np.ndarray:
         self._stands_at = np.array(answer.observation[: self._dof])
@@ -176,7 +173,9 @@ class ReachEnv(DecoupledEnv):
         return self.task.reward(observation)
 
     def is_terminated(self, observation: np.ndarray, answer: StepAnswer) -> bool:
-        return self.task.success(observation)
+        # (A lost agent truncates after its last answered step, which did not succeed.)
+        self._succeeded = self.task.success(observation)
+        return self._succeeded
 
     def step_info(self, observation: np.ndarray, answer: StepAnswer) -> dict[str, Any]:
         return self.task.info(observation)

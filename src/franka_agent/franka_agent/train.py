@@ -132,8 +132,8 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             node,
             "reset_from",
             "here",
-            "where a training episode starts: home (plus the agent's reset noise), or here, where the last one left "
-            "the arm (a reset costs a brake to rest, not a trip home; evaluation starts at home)",
+            "where a training episode starts: home (plus the agent's reset noise), or here: after a success, where "
+            "the arm stands (a brake to rest, not a trip home), else home; evaluation starts at home",
             choices=RESETS,
         )
         torch_threads = declare_int(node, "torch_threads", 1, "torch threads (1 leaves a core to the agent)", low=1)
