@@ -218,7 +218,8 @@ def evaluate_at_real_time(args: argparse.Namespace, run_dir: Path) -> int:
         ]
     )  # fmt: skip
     if code != 0:
-        print(f"the evaluation at real time failed; its logs are in {folder}", file=sys.stderr, flush=True)
+        if code != INTERRUPTED:
+            print(f"the evaluation at real time failed; its logs are in {folder}", file=sys.stderr, flush=True)
         return code
     evaluation = json.loads((folder / "results.json").read_text())
     results = json.loads((run_dir / "results.json").read_text())

@@ -1,5 +1,6 @@
-"""The main job's options on a resume (franka_agent.pipeline): a resumed run takes the
-options it was started with, and another value is refused by name."""
+"""The main job's options (franka_agent.pipeline_options): a resumed run takes the
+options it was started with, and another value is refused by name; a policy trained
+faster than real time is evaluated again at real time."""
 
 from __future__ import annotations
 
@@ -33,3 +34,24 @@ def test_a_resume_takes_the_runs_options_and_refuses_another_value_naming_it(tmp
         options_of_the_run(longer, parser, tmp_path)
     with pytest.raises(ValueError, match=f"{OPTIONS_FILE} does not exist"):
         options_of_the_run(args, parser, tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize(
+    ("options", "at_real_time"),
+    [
+        ([], True),  # flat out under the default replay: evaluated again at real time
+        (["--sim-speed", "1", "--timing-model", "wall"], False),  # trained at real time already
+        (["--sim-speed", "1", "--timing-model", "none"], True),
+        (["--real-time-eval", "no"], False),
+        (["--sim-speed", "1", "--timing-model", "wall", "--real-time-eval", "yes"], True),
+        (["--evaluate", "model.zip", "--real-time-eval", "yes"], False),  # an evaluation is the job itself
+    ],
+)
+def test_a_policy_trained_faster_than_real_time_is_evaluated_at_real_time(
+    options: list[str], at_real_time: bool
+) -> None:
+    from franka_agent.pipeline import evaluates_at_real_time
+
+    args = build_parser().parse_args(options)
+    args.timing_model = args.timing_model or "replay:think_times.csv"  # (main() sets the default)
+    assert evaluates_at_real_time(args) is at_real_time
