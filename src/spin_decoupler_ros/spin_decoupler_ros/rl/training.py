@@ -343,7 +343,8 @@ class ProgressCallback(BaseCallback):
         lat = f"LAT p50 {np.median(lats):.1f} ms p99 {np.percentile(lats, 99):.1f} ms" if lats.size else ""
         eta = (self.total - self.num_timesteps) / max(rate, 1e-9)
         update_ms = getattr(self.model, "update_ms", None)
-        updates = "" if update_ms is None else f" | {self.model.gradient_steps} updates a step, {update_ms:.1f} ms each"
+        per_step = getattr(self.model, "gradient_steps", "?")  # (an off-policy learner's)
+        updates = "" if update_ms is None else f" | {per_step} updates a step, {update_ms:.1f} ms each"
         print(
             f"step {self.num_timesteps:>7}/{self.total} | {rate:5.1f} steps/s | last 20 episodes: return "
             f"{returns:7.2f}, success {success:5.1f}% | {lat}{updates} | {elapsed:5.0f} s, ~{eta:4.0f} s left",
