@@ -9,7 +9,8 @@ wall``: the mock's clock runs at the wall's pace and the learner's think time co
 time), training until 95% of the last 20 episodes succeed (or ``--budget`` steps), then
 evaluating its policy over ``--eval-episodes`` episodes at real time from home starts.
 ``before`` is the learner as it was (``BEFORE_TRAINER``, ``BEFORE_SAC``: one gradient
-step per step, plain critics, no relabelling, learning rate 3e-3, resets home), ``after``
+step per step, plain critics, no relabelling, learning rate 3e-3, resets home, stopping
+as the window holds), ``after``
 the config's; for each seed the two run back to back, in turn first
 (before, after; after, before; ...), so a drift of the machine weighs on both alike.
 
@@ -20,8 +21,8 @@ episode's last observation to the start of the next one's first action.
 
 Writes bench/results/robot_minutes.json: ``{"before": {...}, "after":
 {"robot_seconds_to_95", "steps_to_95", "episodes_to_95", "reset_seconds",
-"eval_success_rate", "mock_limit_violations", "per_seed": [...]}, "seeds"}``, medians
-over the seeds (``eval_success_rate``: the lowest seed's; violations: the sum); other
+"robot_seconds_trained", "eval_success_rate", "mock_limit_violations", "per_seed":
+[...]}, "seeds"}``, medians over the seeds (``eval_success_rate``: the lowest seed's; violations: the sum); other
 robots than the Panda under ``"robots"``, each the same.
 """
 
@@ -44,16 +45,19 @@ from bench.main_job import CONFIG, TRAINER, main_job
 WINDOW = 20
 TARGET = 0.95
 # The learner as it was: the trainer's and SAC's settings that differ from the config's now.
-BEFORE_TRAINER: dict[str, Any] = {"reset_from": "home", "updates_per_second": 0.0}
+BEFORE_TRAINER: dict[str, Any] = {"reset_from": "home", "updates_per_second": 0.0, "confirm_episodes": 0}
 BEFORE_SAC: dict[str, Any] = {"learning_rate": 0.003, "critic_layer_norm": False, "relabel_goals": 0}
 
 
 def robot_time(steps_csv: Path) -> dict[str, Any]:
     """From a run's step log: the robot seconds, steps and episodes to ``TARGET`` of the
-    last ``WINDOW`` episodes, and the robot seconds spent between episodes until then."""
+    last ``WINDOW`` episodes, the robot seconds spent between episodes until then, and
+    the robot seconds of the whole run (to its stop: with ``confirm_episodes``, the
+    deterministic episodes after the window held too)."""
     with open(steps_csv, newline="") as file:
         rows = list(csv.DictReader(file))
     started = float(rows[0]["ato"]) - float(rows[0]["duration"])
+    trained = {"robot_seconds_trained": round(float(rows[-1]["ato"]) - started, 1)}
     outcomes: list[float] = []
     between = 0.0
     previous_end: float | None = None  # the last observation of the episode before
@@ -71,8 +75,9 @@ def robot_time(steps_csv: Path) -> dict[str, Any]:
                     "steps_to_95": int(row["step"]),
                     "episodes_to_95": len(outcomes),
                     "reset_seconds": round(between, 1),
+                    **trained,
                 }
-    return {"robot_seconds_to_95": None, "steps_to_95": None, "episodes_to_95": None, "reset_seconds": None}
+    return {"robot_seconds_to_95": None, "steps_to_95": None, "episodes_to_95": None, "reset_seconds": None, **trained}
 
 
 def config_for(name: str, robot: str, budget: int, out: Path) -> Path:
@@ -122,6 +127,7 @@ def summary(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
         "steps_to_95": median("steps_to_95"),
         "episodes_to_95": median("episodes_to_95"),
         "reset_seconds": median("reset_seconds"),
+        "robot_seconds_trained": median("robot_seconds_trained"),
         "eval_success_rate": min(run["eval_success_rate"] for run in per_seed),
         "mock_limit_violations": sum(int(run["mock_limit_violations"] or 0) for run in per_seed),
         "per_seed": per_seed,

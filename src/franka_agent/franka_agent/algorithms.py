@@ -102,13 +102,15 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
 
 
 def algorithm_class(algorithm: str, while_acting: bool) -> Any:
-    """SB3's SAC or TD3, with its gradient steps run while the agent acts if ``while_acting``."""
+    """SB3's SAC or TD3, able to act as evaluated (confirming a success stop), with its
+    gradient steps run while the agent acts if ``while_acting``."""
     from stable_baselines3 import SAC, TD3
 
+    from spin_decoupler_ros.rl.stopping import acts_as_evaluated
     from spin_decoupler_ros.rl.training import trains_while_acting
 
     chosen = SAC if algorithm == "sac" else TD3
-    return trains_while_acting(chosen) if while_acting else chosen
+    return acts_as_evaluated(trains_while_acting(chosen) if while_acting else chosen)
 
 
 def make_model(

@@ -104,6 +104,14 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             high=1.0,
         )
         success_window = declare_int(node, "success_window", 20, "episodes stop_at_success looks at", low=1)
+        confirm_episodes = declare_int(
+            node,
+            "confirm_episodes",
+            5,
+            "once stop_at_success holds, episodes of the deterministic policy (the evaluated one), from "
+            "evaluation's starts, that must then all succeed before training ends; a failure goes on learning",
+            low=0,
+        )
         seed = declare_int(node, "seed", 0, "seed of the learner and of the episodes", low=0)
         episode_steps = declare_int(node, "episode_steps", 50, "steps before an episode is truncated", low=1)
         eval_episodes = declare_int(
@@ -189,26 +197,12 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             raise ParameterError("parameter 'evaluate' needs eval_episodes of at least 1")
         if evaluate and not Path(evaluate).is_file():
             raise ParameterError(f"parameter 'evaluate' = '{evaluate}': no such file")
-        checkpoint = None
         if resume:
-            from spin_decoupler_ros.rl.checkpoint import CheckpointError, check_log, read_latest, refuse_to_rewrite
+            from spin_decoupler_ros.rl.checkpoint import checkpoint_to_resume
 
-            try:
-                checkpoint = read_latest(Path(resume))
-            except CheckpointError as exc:
-                raise ParameterError(f"parameter 'resume' = '{resume}': {exc}") from None
-            if checkpoint.state.get("algorithm") != algorithm:
-                raise ParameterError(
-                    f"parameter 'resume' = '{resume}': the run trained {checkpoint.state.get('algorithm')}, "
-                    f"not {algorithm}"
-                )
-            try:
-                check_log(Path(resume) / "steps.csv", checkpoint)
-                rewrite = refuse_to_rewrite(Path(resume), checkpoint.step, total_timesteps)
-            except CheckpointError as exc:
-                raise ParameterError(f"parameter 'resume' = '{resume}': {exc}") from None
-            if rewrite is not None:
-                raise ParameterError(f"parameter 'resume' = '{resume}': {rewrite}")
+            checkpoint = checkpoint_to_resume(resume, algorithm, total_timesteps)
+        else:
+            checkpoint = None
         on_agent_lost = declare_str(
             node,
             "on_agent_lost",
@@ -241,11 +235,11 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         tensorboard_folder,
         write_results,
     )
+    from spin_decoupler_ros.rl.stopping import StopAtSuccess
     from spin_decoupler_ros.rl.trainer import learn
     from spin_decoupler_ros.rl.training import (
         ProgressCallback,
         StepLogCallback,
-        StopAtSuccess,
         act_while_training,
         begin_episode_again,
     )
@@ -331,7 +325,13 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             resume=None if checkpoint is None else checkpoint.state["log"],
         )
         progress = ProgressCallback(total_timesteps, steps, every=progress_every)
-        stop = StopAtSuccess(steps, stop_at_success, success_window)
+        reach_envs = [env] if num_agents == 1 else cast(list[ReachEnv], vec_env.envs)
+
+        def starts_as_evaluated(on: bool) -> None:
+            for each in reach_envs:
+                each.reset_from = "home" if on else reset_from
+
+        stop = StopAtSuccess(steps, stop_at_success, success_window, confirm_episodes, starts_as_evaluated)
         started = time.monotonic()
         checkpoints = CheckpointCallback(
             run_dir,
@@ -339,7 +339,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             steps,
             lambda: {"algorithm": algorithm, "train_seconds": trained_before + time.monotonic() - started},
         )
-        until = f", or until {100 * stop_at_success:g}% of {success_window} episodes succeed" if stop_at_success else ""
+        until = f", or until {stop.success_stop}" if stop_at_success else ""
         log.info(f"training {algorithm.upper()} for {total_timesteps} steps{until}; run folder {run_dir}")
         try:
             learn(
@@ -364,10 +364,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         train_seconds = trained_before + time.monotonic() - started
         trained_steps = model.num_timesteps
         if stop.reached_at is not None:
-            log.info(
-                f"{100 * stop_at_success:g}% of the last {success_window} episodes succeeded at step "
-                f"{stop.reached_at}: training ends there"
-            )
+            log.info(f"{stop.success_stop}: done at step {stop.reached_at}, training ends there")
         model.save(run_dir / "model")
 
         evaluation = evaluate_policy(env, model, eval_episodes, seed) if eval_episodes else {}
@@ -385,6 +382,7 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
             "total_timesteps": trained_steps,
             "step_budget": total_timesteps,
             "stopped_at_success": stop.reached_at,
+            "confirming_episodes": stop.confirming_episodes,
             "train_seconds": round(train_seconds, 1),
             "train_steps_per_second": round(trained_steps / train_seconds, 2),
             **evaluation,

@@ -13,6 +13,7 @@ import pytest
 
 from spin_decoupler_ros.rl.checkpoint import (
     CheckpointError,
+    checkpoint_to_resume,
     read_latest,
     restore_rng_states,
     rng_states,
@@ -164,3 +165,19 @@ def test_a_finished_run_is_never_rewritten_and_an_extension_keeps_its_outputs(tm
     (tmp_path / "results.json").write_text("{")
     with pytest.raises(CheckpointError, match=r"results\.json cannot be read"):
         finished_at(tmp_path)
+
+
+def test_a_run_to_resume_is_refused_naming_the_parameter_and_what_is_wrong(tmp_path: Path) -> None:
+    """No checkpoint, another algorithm's run, a log shorter than its checkpoint: each a
+    ParameterError naming 'resume' and the cause."""
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=r"parameter 'resume' = .*no checkpoint"):
+        checkpoint_to_resume(str(tmp_path), "sac", 10)
+    write_checkpoint(tmp_path, 1000, save_two_files, {"algorithm": "td3", "log": {"log_bytes": 10}})
+    with pytest.raises(ParameterError, match=r"parameter 'resume' = .*the run trained td3, not sac"):
+        checkpoint_to_resume(str(tmp_path), "sac", 2000)
+    with pytest.raises(ParameterError, match=r"parameter 'resume' = .*steps\.csv"):
+        checkpoint_to_resume(str(tmp_path), "td3", 2000)
+    (tmp_path / "steps.csv").write_text("x" * 10)
+    assert checkpoint_to_resume(str(tmp_path), "td3", 2000).step == 1000

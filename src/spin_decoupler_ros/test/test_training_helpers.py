@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from stable_baselines3 import SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 
+from spin_decoupler_ros.rl.stopping import StopAtSuccess, acts_as_evaluated
 from spin_decoupler_ros.rl.training import (
     FreezeGarbageCollector,
     StepLogCallback,
-    StopAtSuccess,
     TimingScalarsCallback,
     act_while_training,
     begin_episode_again,
@@ -239,6 +240,59 @@ def test_training_stops_once_the_last_episodes_succeed(tmp_path: Path, rate: flo
         assert sum(1 - episode["success"] for episode in log.episodes[-20:]) == 1
     else:
         assert stop.reached_at is None and model.num_timesteps == 100
+
+
+def test_confirming_episodes_act_deterministically_and_begin_as_evaluated(tmp_path: Path) -> None:
+    """The window holds at the 24th episode; the next three act deterministically, each a
+    success, and training ends at the 27th; evaluation's starts were asked for, then not."""
+    acted: list[bool] = []
+
+    class Spy(_Outcomes):
+        def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+            acted.append(model.acting_as_evaluated)
+            return super().step(action)
+
+    model = acts_as_evaluated(SAC)("MlpPolicy", Spy([False] * 5), learning_starts=10, policy_kwargs={"net_arch": [8]})
+    log = StepLogCallback(tmp_path / "steps.csv", extra_fields=("is_success",))
+    starts: list[bool] = []
+    stop = StopAtSuccess(log, 0.95, window=20, confirm=3, starts_as_evaluated=starts.append)
+    model.learn(total_timesteps=100, callback=[log, stop])
+    assert stop.reached_at == model.num_timesteps == 27
+    assert acted == [False] * 24 + [True] * 3
+    assert stop.confirming_episodes == 3
+    assert starts == [True, False] and not model.acting_as_evaluated
+
+
+def test_confirming_needs_a_learner_that_can_act_as_evaluated(tmp_path: Path) -> None:
+    model = SAC("MlpPolicy", _Outcomes([]), learning_starts=10, policy_kwargs={"net_arch": [8]})
+    stop = StopAtSuccess(StepLogCallback(tmp_path / "steps.csv"), 0.95, confirm=3)
+    with pytest.raises(TypeError, match="act as evaluated: SAC"):
+        model.learn(total_timesteps=5, callback=stop)
+
+
+def test_a_learner_acting_as_evaluated_takes_its_deterministic_actions(tmp_path: Path) -> None:
+    """SAC samples unless told to act as evaluated; TD3 puts its noise aside meanwhile; a
+    plain SB3 save loads into the class."""
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    model = acts_as_evaluated(SAC)("MlpPolicy", gym.make("Pendulum-v1"), seed=0, policy_kwargs={"net_arch": [8]})
+    observation = np.array([1.0, 0.0, 0.5], dtype=np.float32)
+    mean = model.predict(observation, deterministic=True)[0]
+    assert not all(np.allclose(model.predict(observation)[0], mean) for _ in range(5))
+    model.act_as_evaluated(True)
+    assert all(np.allclose(model.predict(observation)[0], mean) for _ in range(5))
+    noise = NormalActionNoise(np.zeros(1), np.ones(1))
+    td3 = acts_as_evaluated(TD3)(
+        "MlpPolicy", gym.make("Pendulum-v1"), action_noise=noise, policy_kwargs={"net_arch": [8]}
+    )
+    td3.act_as_evaluated(True)
+    assert td3.action_noise is None
+    td3.act_as_evaluated(False)
+    assert td3.action_noise is noise
+    SAC("MlpPolicy", gym.make("Pendulum-v1"), policy_kwargs={"net_arch": [8]}).save(tmp_path / "plain")
+    assert not acts_as_evaluated(SAC).load(tmp_path / "plain", device="cpu").acting_as_evaluated
+    model.save(tmp_path / "confirming")  # (saved while acting as evaluated: loads learning)
+    assert not acts_as_evaluated(SAC).load(tmp_path / "confirming", device="cpu").acting_as_evaluated
 
 
 @pytest.mark.parametrize("algorithm", [SAC, TD3])

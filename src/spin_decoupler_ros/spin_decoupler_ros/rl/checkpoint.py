@@ -147,6 +147,26 @@ def refuse_to_rewrite(run_dir: Path, latest_step: int, total_timesteps: int) -> 
     )
 
 
+def checkpoint_to_resume(resume: str, algorithm: str, total_timesteps: int) -> Checkpoint:
+    """The latest checkpoint of run folder ``resume``, checked for going on with to
+    ``total_timesteps`` steps of ``algorithm``; else ParameterError saying what is wrong
+    (test_checkpoint.py)."""
+    from spin_decoupler_ros.core.errors import ParameterError
+
+    said = f"parameter 'resume' = '{resume}'"
+    try:
+        checkpoint = read_latest(Path(resume))
+        if checkpoint.state.get("algorithm") != algorithm:
+            raise CheckpointError(f"the run trained {checkpoint.state.get('algorithm')}, not {algorithm}")
+        check_log(Path(resume) / "steps.csv", checkpoint)
+        rewrite = refuse_to_rewrite(Path(resume), checkpoint.step, total_timesteps)
+    except CheckpointError as exc:
+        raise ParameterError(f"{said}: {exc}") from None
+    if rewrite is not None:
+        raise ParameterError(f"{said}: {rewrite}")
+    return checkpoint
+
+
 def keep_final_outputs(run_dir: Path) -> Path | None:
     """Before a finished run is extended: move its final outputs (FINAL_OUTPUTS) into
     ``<run_dir>/finished_at_<steps>/``, where they stay beside the extension's."""

@@ -134,29 +134,6 @@ class StepLogCallback(BaseCallback):
             self._file = None
 
 
-class StopAtSuccess(BaseCallback):
-    """Ends training once ``rate`` of the last ``window`` finished episodes succeeded
-    (``StepLogCallback.episodes``, kept across a resume): on a robot every further step
-    costs the arm's time and teaches nothing the task asks for. ``rate`` 0 never stops
-    (test_training_helpers.py::test_training_stops_once_the_last_episodes_succeed)."""
-
-    def __init__(self, log: StepLogCallback, rate: float, window: int = 20) -> None:
-        super().__init__()
-        self.log = log
-        self.rate = rate
-        self.window = window
-        self.reached_at: int | None = None  # the step it stopped at
-
-    def _on_step(self) -> bool:
-        if self.rate <= 0.0 or len(self.log.episodes) < self.window:
-            return True
-        recent = self.log.episodes[-self.window :]
-        if np.mean([episode["success"] for episode in recent]) < self.rate:
-            return True
-        self.reached_at = self.num_timesteps
-        return False
-
-
 class TimingScalarsCallback(BaseCallback):
     """Timing beside SB3's own scalars (TensorBoard, when SB3 writes there): LAT and think
     time percentiles over the last ``window`` steps, the agents' late control ticks, and
