@@ -109,8 +109,9 @@ def run(name: str, robot: str, seed: int, budget: int, eval_episodes: int, folde
         "train_seconds": figures["train_seconds"],
         "lat_ms": figures["lat_ms"],
         "mean_final_distance_m": round(figures["mean_final_distance_m"], 4),
+        "eval_per_episode": figures.get("eval_per_episode"),  # (how each evaluation episode ended)
     }
-    print(f"  {measured}", flush=True)
+    print(f"  { {key: value for key, value in measured.items() if key != 'eval_per_episode'} }", flush=True)
     return measured
 
 

@@ -644,6 +644,9 @@ def test_short_training_run_starts_the_mock_set_and_writes_its_artifacts(
     assert float(rows[-1]["requested_duration"]) == pytest.approx(0.1)
     results = json.loads((run_dir / "results.json").read_text())
     assert results["eval_episodes"] == 2 and 0.0 <= results["success_rate"] <= 1.0
+    ends = results["eval_per_episode"]  # each episode's end: success, how far, how close it came
+    assert len(ends) == 2 and all(e["closest_distance_m"] <= e["final_distance_m"] for e in ends)
+    assert [e["success"] for e in ends].count(True) / 2 == results["success_rate"]
     assert results["mock_limit_violations"] == 0  # every command the agent sent was within the limits
     # Trained faster than real time, the policy is then evaluated at real time, as on the arm.
     assert results["evaluation"].startswith("at real time") and "at real time" in output

@@ -182,7 +182,8 @@ def load_model(algorithm: str, folder: Path, env: Any, hyper: dict[str, Any], wh
 
 def evaluate_policy(env: Any, model: Any, episodes: int, seed: int) -> dict[str, Any]:
     """The deterministic policy over ``episodes`` episodes of their own seeds (never a
-    training episode's): success rate, final distance, length, and the time it took."""
+    training episode's): success rate, final distance, length, the time it took, and each
+    episode's end."""
     from spin_decoupler_ros.rl.run_folder import run_episodes
 
     started = time.monotonic()
@@ -202,4 +203,13 @@ def evaluate_policy(env: Any, model: Any, episodes: int, seed: int) -> dict[str,
         "mean_final_distance_m": float(np.mean([e["final_distance"] for e in evaluation])),
         "mean_episode_length": float(np.mean([e["length"] for e in evaluation])),
         "eval_seconds": round(time.monotonic() - started, 1),
+        "eval_per_episode": [  # (how each ended: a miss by millimetres or a runaway)
+            {
+                "success": bool(e["success"]),
+                "final_distance_m": round(e["final_distance"], 4),
+                "closest_distance_m": round(e["closest_distance"], 4),
+                "length": int(e["length"]),
+            }
+            for e in evaluation
+        ],
     }

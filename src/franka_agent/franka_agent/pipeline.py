@@ -223,7 +223,10 @@ def evaluate_at_real_time(args: argparse.Namespace, run_dir: Path) -> int:
         return code
     evaluation = json.loads((folder / "results.json").read_text())
     results = json.loads((run_dir / "results.json").read_text())
-    for key in ("eval_episodes", "success_rate", "mean_final_distance_m", "mean_episode_length", "eval_seconds"):
+    for key in (
+        "eval_episodes", "success_rate", "mean_final_distance_m", "mean_episode_length", "eval_seconds",
+        "eval_per_episode",
+    ):  # fmt: skip
         results[key] = evaluation[key]
     results["evaluation"] = "at real time: the mock at speed 1 under wall, as on the arm"
     results["eval_mock_limit_violations"] = evaluation["mock_limit_violations"]

@@ -69,22 +69,25 @@ def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
 def run_episodes(
     env: Any, policy: Callable[[np.ndarray], np.ndarray], episodes: int, seed: int
 ) -> list[dict[str, float]]:
-    """Run whole episodes with ``policy``; per episode: return, length, success, last info."""
+    """Run whole episodes with ``policy``; per episode: return, length, success, the last
+    and the closest distance to the goal (a task whose info says ``distance``; else NaN)."""
     results = []
     for episode in range(episodes):
         observation, _ = env.reset(seed=seed + episode)
-        total, length, done, info = 0.0, 0, False, {}
+        total, length, done, info, closest = 0.0, 0, False, {}, math.inf
         while not done:
             observation, reward, terminated, truncated, info = env.step(policy(observation))
             total += float(reward)
             length += 1
             done = terminated or truncated
+            closest = min(closest, float(info.get("distance", math.nan)))
         results.append(
             {
                 "return": total,
                 "length": float(length),
                 "success": float(bool(info.get("is_success", False))),
                 "final_distance": float(info.get("distance", math.nan)),
+                "closest_distance": closest if math.isfinite(closest) else math.nan,
             }
         )
     return results
