@@ -2,7 +2,7 @@
 real time and measured in the robot's seconds, per seed.
 
     ./ws bench robot_minutes [--seeds 0 1 2] [--robots panda] [--budget 6000]
-                             [--configs before after] [--eval-episodes 20]
+                             [--configs before after] [--eval-episodes 20] [--keep DIR]
 
 Each run is the main job at real time, as on the arm (``--sim-speed 1 --timing-model
 wall``: the mock's clock runs at the wall's pace and the learner's think time costs arm
@@ -10,8 +10,7 @@ time), training until 95% of the last 20 episodes succeed (or ``--budget`` steps
 evaluating its policy over ``--eval-episodes`` episodes at real time from home starts.
 ``before`` is the learner as it was (``BEFORE_TRAINER``, ``BEFORE_SAC``: one gradient
 step per step, plain critics, no relabelling, learning rate 3e-3, resets home, stopping
-as the window holds), ``after``
-the config's; for each seed the two run back to back, in turn first
+as the window holds), ``after`` the config's; for each seed the two run back to back, in turn first
 (before, after; after, before; ...), so a drift of the machine weighs on both alike.
 
 The robot's time is the agent's clock (ATO, in ``steps.csv``): from the start of the
@@ -142,16 +141,19 @@ def main() -> int:
     parser.add_argument("--configs", nargs="+", default=["before", "after"], choices=("before", "after"))
     parser.add_argument("--budget", type=int, default=6000, help="steps at most per run")
     parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--keep", type=Path, help="keep each run folder (model, steps, evaluation) under this one")
     args = parser.parse_args()
     isolate_dds()
     measured: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_robot_minutes_") as scratch:
+        folder = Path(scratch) if args.keep is None else args.keep.resolve()
+        folder.mkdir(parents=True, exist_ok=True)
         for robot in args.robots:
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.configs}
             for index, seed in enumerate(args.seeds):
                 order = args.configs if index % 2 == 0 else args.configs[::-1]
                 for name in order:
-                    runs[name].append(run(name, robot, seed, args.budget, args.eval_episodes, Path(scratch)))
+                    runs[name].append(run(name, robot, seed, args.budget, args.eval_episodes, folder))
             measured[robot] = runs
     panda = measured.get("panda", next(iter(measured.values())))
     result: dict[str, Any] = {name: summary(runs) for name, runs in panda.items()}

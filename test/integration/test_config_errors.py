@@ -82,3 +82,8 @@ def test_a_misspelled_parameter_of_either_node_of_a_one_process_robot_is_named(
 def test_an_entropy_coefficient_sac_cannot_take_is_named() -> None:
     output = refused(TRAINER, ros_args(params={"sac.ent_coef": "auto_-1"}))
     assert "parameter 'sac.ent_coef' = 'auto_-1' is not 'auto', 'auto_<initial value>' or a number, above 0" in output
+
+
+def test_a_discount_above_one_is_named() -> None:
+    output = refused(TRAINER, ros_args(params={"sac.gamma": 1.5}))
+    assert "parameter 'sac.gamma' = 1.5 is outside the allowed range [0, 1]: SAC gamma" in output

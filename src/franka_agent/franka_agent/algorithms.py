@@ -47,6 +47,9 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
 }
 
 
+FRACTIONS = ("gamma", "tau")  # the settings that are shares, in [0, 1]
+
+
 def entropy_coefficient(value: str, name: str = "sac.ent_coef") -> str | float:
     """SB3's ``ent_coef`` from a parameter string: ``auto``, ``auto_<initial>`` (learned,
     starting there) or a fixed number, each above 0; anything else raises ParameterError."""
@@ -97,7 +100,8 @@ def declare_hyperparameters(node: Node, algorithm: str) -> dict[str, Any]:
         elif isinstance(default, int):
             values[name] = declare_int(node, key, default, f"{algorithm.upper()} {name}", low=0)
         else:
-            values[name] = declare_float(node, key, float(default), f"{algorithm.upper()} {name}", low=0.0)
+            high = 1.0 if name in FRACTIONS else math.inf
+            values[name] = declare_float(node, key, float(default), f"{algorithm.upper()} {name}", low=0.0, high=high)
     return values
 
 

@@ -107,9 +107,9 @@ def train(argv: list[str], run_dirs: list[Path]) -> int:
         confirm_episodes = declare_int(
             node,
             "confirm_episodes",
-            5,
-            "once stop_at_success holds, episodes of the deterministic policy (the evaluated one), from "
-            "evaluation's starts, that must then all succeed before training ends; a failure goes on learning",
+            20,
+            "once stop_at_success holds, episodes of the deterministic policy (the evaluated one, not "
+            "learning), from evaluation's starts, of which that share must succeed; else learning goes on",
             low=0,
         )
         seed = declare_int(node, "seed", 0, "seed of the learner and of the episodes", low=0)

@@ -295,6 +295,25 @@ def test_a_learner_acting_as_evaluated_takes_its_deterministic_actions(tmp_path:
     assert not acts_as_evaluated(SAC).load(tmp_path / "confirming", device="cpu").acting_as_evaluated
 
 
+def test_a_learner_acting_as_evaluated_stores_its_steps_but_does_not_learn() -> None:
+    """The policy confirmed is the one training would end with; its steps are learned
+    from once it learns again."""
+    import torch
+
+    model = acts_as_evaluated(SAC)(
+        "MlpPolicy", gym.make("Pendulum-v1"), learning_starts=5, batch_size=8, seed=0, policy_kwargs={"net_arch": [8]}
+    )
+    model.learn(total_timesteps=10)
+    weights = [tensor.clone() for tensor in model.policy.state_dict().values()]
+    model.act_as_evaluated(True)
+    model.learn(total_timesteps=20, reset_num_timesteps=False)
+    assert model.replay_buffer.size() == 30
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.policy.state_dict().values(), strict=True))
+    model.act_as_evaluated(False)
+    model.learn(total_timesteps=5, reset_num_timesteps=False)
+    assert not all(torch.equal(a, b) for a, b in zip(weights, model.policy.state_dict().values(), strict=True))
+
+
 @pytest.mark.parametrize("algorithm", [SAC, TD3])
 def test_layer_norm_critics_normalise_every_hidden_layer_and_load_back(tmp_path: Path, algorithm: type[Any]) -> None:
     """Each Q-network (and its target) has a LayerNorm after each hidden layer, none after

@@ -1,12 +1,16 @@
 """When a run has learned its task, from the episodes it ends: ``rate`` of the last
-``window`` succeeded, and then ``confirm`` episodes in a row, acted by the deterministic
-policy (the one evaluated and deployed), succeeded too.
+``window`` succeeded, and then the policy that will be evaluated and deployed (the
+deterministic one, no longer learning) succeeded in ``rate`` of ``confirm`` episodes, as
+its evaluation will ask of it.
 
 The window alone judges the exploring policy: its noise reaches targets the mean action
-stops short of, so a run stopped on it alone can evaluate well below ``rate``. Confirming
-episodes are training episodes like any other (their steps, arm time and data count); a
-failed one sends the run back to learning, to confirm again once the window holds again.
-Pure logic (test_success_stop.py); ``rl/stopping.py`` drives it from SB3's rollouts.
+stops short of, and a policy still learning swings between snapshots a few hundred steps
+apart, so a run stopped on the window alone can evaluate well below ``rate``. Confirming
+episodes are training episodes (their steps, arm time and data count) that judge one
+snapshot, the one training would end with. Once more of them fail than ``rate`` allows,
+the run goes back to learning, with the window begun again: it confirms again once
+``window`` new episodes of learning hold the rate. Pure logic (test_success_stop.py);
+``rl/stopping.py`` drives it from SB3's rollouts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from spin_decoupler_ros.core.transitions import TransitionTable
 
 class Phase(enum.Enum):
     LEARNING = "learning"  # the exploring policy acts; the window is watched
-    CONFIRMING = "confirming"  # the deterministic policy acts; each episode must succeed
+    CONFIRMING = "confirming"  # the deterministic policy acts, not learning; rate of confirm must succeed
     LEARNED = "learned"  # done: training ends
 
 
@@ -41,9 +45,11 @@ class SuccessStop:
     ``phase``. ``rate`` 0 never stops. With several envs acting together, an episode counts
     as confirming only if it began after confirming did (the others were partly explored).
 
-    :param rate: the share of the last ``window`` episodes that must have succeeded.
-    :param window: how many episodes the share is taken over.
-    :param confirm: deterministic episodes that must then succeed in a row (0: none).
+    :param rate: the share of the last ``window`` episodes, and then of the ``confirm``
+        confirming ones, that must succeed.
+    :param window: how many episodes of learning the share is taken over.
+    :param confirm: deterministic episodes run to confirm (0: none); at most
+        ``allowed_failures`` of them may fail.
     """
 
     def __init__(self, rate: float, window: int, confirm: int) -> None:
@@ -54,13 +60,17 @@ class SuccessStop:
         self.rate, self.window, self.confirm = rate, window, confirm
         self.phase = Phase.LEARNING
         self.recent: deque[bool] = deque(maxlen=window)
-        self.confirmed = 0  # in a row, in this confirmation
+        self.confirmed = 0  # successes in this confirmation
+        self.failed = 0  # failures in this confirmation
+        self.allowed_failures = int(confirm * (1.0 - rate) + 1e-9)
         self.confirming_episodes = 0  # all episodes run to confirm, over the run
         self._deterministic: set[int] = set()  # envs whose running episode began confirming
 
     def __str__(self) -> str:
         said = f"{100 * self.rate:g}% of the last {self.window} episodes succeed"
-        return f"{said}, then {self.confirm} of the deterministic policy in a row" if self.confirm else said
+        if not self.confirm:
+            return said
+        return f"{said}, then {self.confirm - self.allowed_failures} of {self.confirm} of the deterministic policy"
 
     def remember(self, successes: Iterable[bool]) -> None:
         """Episodes ended before (a resumed run's): they fill the window, nothing else."""
@@ -72,24 +82,28 @@ class SuccessStop:
     def ended(self, env: int, success: bool, learner_acts: bool = True) -> Phase:
         """One episode of env ``env`` ended. ``learner_acts``: the policy chooses the next
         actions (SB3 acts at random before ``learning_starts``: nothing to confirm)."""
-        self.recent.append(bool(success))
-        if self.phase is Phase.LEARNING and self.window_holds():
-            if not self.confirm:
-                self._go(Phase.LEARNED)
-            elif learner_acts:
-                self._go(Phase.CONFIRMING)
-                self._deterministic = {env}
+        if self.phase is Phase.LEARNING:
+            self.recent.append(bool(success))
+            if self.window_holds():
+                if not self.confirm:
+                    self._go(Phase.LEARNED)
+                elif learner_acts:
+                    self._go(Phase.CONFIRMING)
+                    self._deterministic = {env}
         elif self.phase is Phase.CONFIRMING:
             if env not in self._deterministic:
                 self._deterministic.add(env)  # its next episode is the policy's alone
-            elif not success:
-                self.confirming_episodes += 1
-                self._go(Phase.LEARNING)
-            else:
-                self.confirming_episodes += 1
+                return self.phase
+            self.confirming_episodes += 1
+            if success:
                 self.confirmed += 1
-                if self.confirmed >= self.confirm and self.window_holds():
-                    self._go(Phase.LEARNED)
+            else:
+                self.failed += 1
+            if self.failed > self.allowed_failures:
+                self.recent.clear()  # (learn a window's worth before confirming again)
+                self._go(Phase.LEARNING)
+            elif self.confirmed + self.failed >= self.confirm:
+                self._go(Phase.LEARNED)
         return self.phase
 
     @property
@@ -99,5 +113,5 @@ class SuccessStop:
     def _go(self, to: Phase) -> None:
         PHASE_NEXT.check(self.phase, to)
         self.phase = to
-        self.confirmed = 0
+        self.confirmed = self.failed = 0
         self._deterministic = set()

@@ -15,10 +15,12 @@ from spin_decoupler_ros.rl.training import StepLogCallback
 
 
 class ActsAsEvaluated:
-    """Mixin for an SB3 algorithm: while ``acting_as_evaluated``, its own rollouts act as
-    its evaluation does, with the deterministic action and no exploration noise (TD3's
-    ``action_noise``, from the next rollout on); their transitions are learned from as
-    any others. Use it through ``acts_as_evaluated(SAC)``
+    """Mixin for an SB3 off-policy algorithm: while ``acting_as_evaluated``, its own
+    rollouts act as its evaluation does, with the deterministic action and no exploration
+    noise (TD3's ``action_noise``, from the next rollout on), and it runs no gradient
+    steps: the policy that acts is the one training would end with. Their transitions are
+    stored as any others, and learned from once it learns again. Use it through
+    ``acts_as_evaluated(SAC)``
     (test_training_helpers.py::test_a_learner_acting_as_evaluated_takes_its_deterministic_actions)."""
 
     acting_as_evaluated = False
@@ -29,6 +31,10 @@ class ActsAsEvaluated:
     ) -> Any:
         deterministic = deterministic or self.acting_as_evaluated
         return super().predict(observation, state, episode_start, deterministic)  # type: ignore[misc]
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        if not self.acting_as_evaluated:
+            super().train(gradient_steps, batch_size)  # type: ignore[misc]
 
     def _excluded_save_params(self) -> list[str]:
         # (a model saved while confirming loads acting as it learns: its checkpoint's resume
@@ -53,12 +59,13 @@ def acts_as_evaluated(algorithm: type[Any]) -> type[Any]:
 
 class StopAtSuccess(BaseCallback):
     """Ends training once ``rate`` of the last ``window`` finished episodes succeeded and
-    then ``confirm`` episodes of the deterministic policy in a row did (``SuccessStop``).
-    The window is kept across a resume (``StepLogCallback.episodes``); a confirmation
-    under way is not. ``starts_as_evaluated(on)`` is called as confirming begins and
-    ends, so confirming episodes begin where evaluation's do (``ReachEnv``: home); the
-    first has begun already (SB3 resets as an episode ends), and counts all the same.
-    ``rate`` 0 never stops
+    then ``rate`` of ``confirm`` episodes of the deterministic policy, not learning
+    meanwhile, did (``SuccessStop``). The window is kept across a resume
+    (``StepLogCallback.episodes``); a confirmation under way is not.
+    ``starts_as_evaluated(on)`` is called as confirming begins and ends, so confirming
+    episodes begin where evaluation's do (``ReachEnv``: home); the first has begun
+    already (SB3 resets as an episode ends), and counts all the same. ``rate`` 0 never
+    stops
     (test_training_helpers.py::test_training_stops_once_the_last_episodes_succeed,
     ::test_confirming_episodes_act_deterministically_and_begin_as_evaluated)."""
 
