@@ -26,14 +26,14 @@ def test_the_window_then_confirming_episodes_in_a_row_end_learning() -> None:
     assert stop.confirming_episodes == 3
 
 
-def test_a_failed_confirmation_sends_the_run_back_to_learning_a_new_window() -> None:
+def test_a_failed_confirmation_sends_the_run_back_to_learning_for_a_quarter_window() -> None:
     stop = SuccessStop(rate=0.95, window=20, confirm=3)
     feed(stop, [True] * 20)
     assert stop.phase is Phase.CONFIRMING
     assert stop.ended(0, True) is Phase.CONFIRMING
     assert stop.ended(0, False) is Phase.LEARNING  # 95% of 3 allows no failure
     assert not stop.acts_deterministically
-    assert feed(stop, [True] * 19)[-1] is Phase.LEARNING  # a window of learning first
+    assert feed(stop, [True] * 4)[-1] is Phase.LEARNING  # five episodes of learning first
     assert stop.ended(0, True) is Phase.CONFIRMING
     assert feed(stop, [True, True, True]) == [Phase.CONFIRMING, Phase.CONFIRMING, Phase.LEARNED]
     assert stop.confirming_episodes == 5
@@ -119,7 +119,7 @@ def test_learned_only_after_the_window_holds_and_a_confirmation_at_the_rate(
 ) -> None:
     """Whatever the episodes: LEARNED is final, comes with the window at the rate and, once
     ``confirm`` > 0, ends a confirmation with no more failures than allowed; after a
-    failed confirmation, the next begins only after ``window`` episodes of learning."""
+    failed confirmation, the next begins only after a quarter window of learning."""
     stop = SuccessStop(0.8, window, confirm)
     learning_since_failure: int | None = None
     for env, success in episodes:
@@ -136,4 +136,14 @@ def test_learned_only_after_the_window_holds_and_a_confirmation_at_the_rate(
         elif before is Phase.LEARNING and learning_since_failure is not None:
             learning_since_failure += 1
             if after is Phase.CONFIRMING:
-                assert learning_since_failure >= window
+                assert learning_since_failure >= max(1, window // 4)
+
+
+def test_after_a_failed_confirmation_the_window_must_still_hold() -> None:
+    stop = SuccessStop(rate=0.9, window=10, confirm=2)  # (a quarter window: 2 episodes)
+    feed(stop, [True] * 10)
+    assert stop.ended(0, False) is Phase.LEARNING
+    assert feed(stop, [True, True]) == [Phase.LEARNING, Phase.CONFIRMING]
+    assert stop.ended(0, False) is Phase.LEARNING
+    assert feed(stop, [False, False] + [True] * 8)[-1] is Phase.LEARNING  # 8 of the last 10
+    assert stop.ended(0, True) is Phase.CONFIRMING  # 9 of 10: the window holds again

@@ -8,8 +8,8 @@ stops short of, and a policy still learning swings between snapshots a few hundr
 apart, so a run stopped on the window alone can evaluate well below ``rate``. Confirming
 episodes are training episodes (their steps, arm time and data count) that judge one
 snapshot, the one training would end with. Once more of them fail than ``rate`` allows,
-the run goes back to learning, with the window begun again: it confirms again once
-``window`` new episodes of learning hold the rate. Pure logic (test_success_stop.py);
+the run goes back to learning: it confirms again once the window holds after a quarter
+of a window of new episodes (5 of 20) have changed the policy. Pure logic (test_success_stop.py);
 ``rl/stopping.py`` drives it from SB3's rollouts.
 """
 
@@ -63,6 +63,8 @@ class SuccessStop:
         self.confirmed = 0  # successes in this confirmation
         self.failed = 0  # failures in this confirmation
         self.allowed_failures = int(confirm * (1.0 - rate) + 1e-9)
+        self.relearn_episodes = max(1, window // 4)  # learning after a failed confirmation
+        self._relearn_left = 0
         self.confirming_episodes = 0  # all episodes run to confirm, over the run
         self._deterministic: set[int] = set()  # envs whose running episode began confirming
 
@@ -84,7 +86,8 @@ class SuccessStop:
         actions (SB3 acts at random before ``learning_starts``: nothing to confirm)."""
         if self.phase is Phase.LEARNING:
             self.recent.append(bool(success))
-            if self.window_holds():
+            self._relearn_left = max(0, self._relearn_left - 1)
+            if self.window_holds() and not self._relearn_left:
                 if not self.confirm:
                     self._go(Phase.LEARNED)
                 elif learner_acts:
@@ -100,8 +103,8 @@ class SuccessStop:
             else:
                 self.failed += 1
             if self.failed > self.allowed_failures:
-                self.recent.clear()  # (learn a window's worth before confirming again)
                 self._go(Phase.LEARNING)
+                self._relearn_left = self.relearn_episodes
             elif self.confirmed + self.failed >= self.confirm:
                 self._go(Phase.LEARNED)
         return self.phase
