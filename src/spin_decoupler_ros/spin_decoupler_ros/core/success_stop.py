@@ -9,8 +9,8 @@ apart, so a run stopped on the window alone can evaluate well below ``rate``. Co
 episodes are training episodes (their steps, arm time and data count) that judge one
 snapshot, the one training would end with. Once more of them fail than ``rate`` allows,
 the run goes back to learning: it confirms again once the window holds after a quarter
-of a window of new episodes (5 of 20) have changed the policy. Pure logic (test_success_stop.py);
-``rl/stopping.py`` drives it from SB3's rollouts.
+of a window of new episodes (5 of 20) have changed the policy. Pure logic
+(test_success_stop.py); ``rl/stopping.py`` drives it from SB3's rollouts.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ class ActsAsEvaluated:
     steps: the policy that acts is the one training would end with. Their transitions are
     stored as any others, and learned from once it learns again. Use it through
     ``acts_as_evaluated(SAC)``
-    (test_training_helpers.py::test_a_learner_acting_as_evaluated_takes_its_deterministic_actions)."""
+    (test_training_helpers.py::test_a_learner_acting_as_evaluated_takes_its_deterministic_actions,
+    ::test_a_learner_acting_as_evaluated_stores_its_steps_but_does_not_learn)."""
 
     acting_as_evaluated = False
     _noise_put_aside: Any = None
