@@ -8,10 +8,11 @@ Each run is the main job at real time, as on the arm (``--sim-speed 1 --timing-m
 wall``: the mock's clock runs at the wall's pace and the learner's think time costs arm
 time), training until 95% of the last 20 episodes succeed (or ``--budget`` steps), then
 evaluating its policy over ``--eval-episodes`` episodes at real time from home starts.
-``before`` is the learner as it was (``BEFORE_TRAINER``, ``BEFORE_SAC``: one gradient
-step per step, plain critics, no relabelling, learning rate 3e-3, resets home, stopping
-as the window holds), ``after`` the config's; for each seed the two run back to back, in turn first
-(before, after; after, before; ...), so a drift of the machine weighs on both alike.
+``before`` is the learner as it was (``BEFORE_TRAINER``, ``BEFORE_SAC``, ``BEFORE_AGENT``:
+one gradient step per step, plain critics, no relabelling, learning rate 3e-3, resets
+home, stopping as the window holds, a full action 3 cm), ``after`` the config's; for each
+seed the two run back to back, in turn first (before, after; after, before; ...), so a
+drift of the machine weighs on both alike.
 
 The robot's time is the agent's clock (ATO, in ``steps.csv``): from the start of the
 first action to the observation of the step at which 95% was reached, resets and the
@@ -46,6 +47,8 @@ TARGET = 0.95
 # The learner as it was: the trainer's and SAC's settings that differ from the config's now.
 BEFORE_TRAINER: dict[str, Any] = {"reset_from": "home", "updates_per_second": 0.0, "confirm_episodes": 0}
 BEFORE_SAC: dict[str, Any] = {"learning_rate": 0.003, "critic_layer_norm": False, "relabel_goals": 0}
+BEFORE_AGENT: dict[str, Any] = {"max_ee_step": 0.03}
+AGENT = "/**/panda_agent"
 
 
 def robot_time(steps_csv: Path) -> dict[str, Any]:
@@ -87,6 +90,7 @@ def config_for(name: str, robot: str, budget: int, out: Path) -> Path:
     if name == "before":
         trainer.update(BEFORE_TRAINER)
         trainer["sac"].update(BEFORE_SAC)
+        config[AGENT]["ros__parameters"].update(BEFORE_AGENT)
     out.write_text(yaml.safe_dump(config, sort_keys=False))
     return out
 
@@ -161,7 +165,7 @@ def main() -> int:
         seeds=args.seeds,
         budget_steps=args.budget,
         eval_episodes=args.eval_episodes,
-        before_settings={**BEFORE_TRAINER, "sac": BEFORE_SAC},
+        before_settings={**BEFORE_TRAINER, "sac": BEFORE_SAC, "agent": BEFORE_AGENT},
         target="after.robot_seconds_to_95 <= 180 (median seed), eval success >= 95% and 0 violations on every seed",
     )
     others = {robot: {name: summary(runs) for name, runs in measured[robot].items()} for robot in measured}

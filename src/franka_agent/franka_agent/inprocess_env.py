@@ -67,7 +67,7 @@ class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
             trajectory_points=int(agent.get("trajectory_points", 3)),
             reset_noise=float(agent.get("reset_noise", 0.1)),
             box_margin=float(agent.get("workspace_margin", 0.02)),
-            max_ee_step=float(agent.get("max_ee_step", 0.03)),
+            max_ee_step=float(agent.get("max_ee_step", 0.015)),
             max_joint_step=float(agent.get("max_joint_step", 0.15)),
             cartesian_speed=float(agent.get("cartesian_speed", 0.3)),
             cartesian_acceleration=float(

@@ -76,7 +76,7 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
     motion_options = {
         "box_margin": margin,
         "max_ee_step": declare_float(
-            node, "max_ee_step", 0.03, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
+            node, "max_ee_step", 0.015, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
         ),
         "max_joint_step": declare_float(
             node, "max_joint_step", 0.15, "largest joint move per step", unit="rad", low=0.001, high=0.5

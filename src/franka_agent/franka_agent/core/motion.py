@@ -78,7 +78,7 @@ class ArmMotion:
         box: WorkspaceBox,
         q: np.ndarray,
         *,
-        max_ee_step: float = 0.03,
+        max_ee_step: float = 0.015,
         max_joint_step: float = 0.15,
         box_margin: float = 0.02,
         cartesian_speed: float = 0.3,
