@@ -270,6 +270,12 @@ def test_confirming_needs_a_learner_that_can_act_as_evaluated(tmp_path: Path) ->
         model.learn(total_timesteps=5, callback=stop)
 
 
+def test_a_stop_that_never_stops_needs_no_learner_that_can_act_as_evaluated(tmp_path: Path) -> None:
+    model = SAC("MlpPolicy", _Outcomes([]), learning_starts=10, policy_kwargs={"net_arch": [8]})
+    model.learn(total_timesteps=5, callback=StopAtSuccess(StepLogCallback(tmp_path / "steps.csv"), 0.0, confirm=3))
+    assert model.num_timesteps == 5
+
+
 def test_a_learner_acting_as_evaluated_takes_its_deterministic_actions(tmp_path: Path) -> None:
     """SAC samples unless told to act as evaluated; TD3 puts its noise aside meanwhile; a
     plain SB3 save loads into the class."""

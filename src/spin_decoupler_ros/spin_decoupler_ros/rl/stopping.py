@@ -66,9 +66,10 @@ class StopAtSuccess(BaseCallback):
     ``starts_as_evaluated(on)`` is called as confirming begins and ends, so confirming
     episodes begin where evaluation's do (``ReachEnv``: home); the first has begun
     already (SB3 resets as an episode ends), and counts all the same. ``rate`` 0 never
-    stops
+    stops, so confirms nothing and takes any learner
     (test_training_helpers.py::test_training_stops_once_the_last_episodes_succeed,
-    ::test_confirming_episodes_act_deterministically_and_begin_as_evaluated)."""
+    ::test_confirming_episodes_act_deterministically_and_begin_as_evaluated,
+    ::test_a_stop_that_never_stops_needs_no_learner_that_can_act_as_evaluated)."""
 
     def __init__(
         self,
@@ -89,7 +90,8 @@ class StopAtSuccess(BaseCallback):
         return self.success_stop.confirming_episodes
 
     def _on_training_start(self) -> None:
-        if self.success_stop.confirm and not isinstance(self.model, ActsAsEvaluated):
+        confirms = self.success_stop.rate > 0 and self.success_stop.confirm > 0  # (rate 0 never stops)
+        if confirms and not isinstance(self.model, ActsAsEvaluated):
             raise TypeError(
                 f"confirming episodes need a learner that can act as evaluated: {type(self.model).__name__}"
             )
