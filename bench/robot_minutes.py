@@ -47,7 +47,7 @@ from bench.main_job import CONFIG, TRAINER, main_job
 RESULT = RESULTS / "robot_minutes.json"
 WINDOW = 20
 TARGET = 0.95
-# The learner as it was: the trainer's and SAC's settings that differ from the config's now.
+# The learner as it was: the trainer's, SAC's and the agent's settings that differ from the config's now.
 BEFORE_TRAINER: dict[str, Any] = {"reset_from": "home", "updates_per_second": 0.0, "confirm_episodes": 0}
 BEFORE_SAC: dict[str, Any] = {"learning_rate": 0.003, "critic_layer_norm": False, "relabel_goals": 0}
 BEFORE_AGENT: dict[str, Any] = {"max_ee_step": 0.03}

@@ -17,7 +17,7 @@ from gymnasium import spaces
 
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, Command, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.motion import CARTESIAN_ACCELERATION, CARTESIAN_ACCELERATION_JERK_CAPPED
+from franka_agent.core.motion import CARTESIAN_ACCELERATION, CARTESIAN_ACCELERATION_JERK_CAPPED, MAX_EE_STEP
 from franka_agent.core.profile_file import load_profile
 from franka_agent.core.sim import ArmSim
 from franka_agent.core.trajectory import TrajectoryPoint
@@ -67,7 +67,7 @@ class InProcessReachEnv(gym.Env[np.ndarray, np.ndarray]):
             trajectory_points=int(agent.get("trajectory_points", 3)),
             reset_noise=float(agent.get("reset_noise", 0.1)),
             box_margin=float(agent.get("workspace_margin", 0.02)),
-            max_ee_step=float(agent.get("max_ee_step", 0.015)),
+            max_ee_step=float(agent.get("max_ee_step", MAX_EE_STEP)),
             max_joint_step=float(agent.get("max_joint_step", 0.15)),
             cartesian_speed=float(agent.get("cartesian_speed", 0.3)),
             cartesian_acceleration=float(

@@ -11,7 +11,12 @@ from rclpy.node import Node
 
 from franka_agent.core.controller import DEFAULT_COMMAND_LEAD, ArmController, lead_periods_for
 from franka_agent.core.limits import MotionLimits, WorkspaceBox
-from franka_agent.core.motion import ACTION_MODES, CARTESIAN_ACCELERATION, CARTESIAN_ACCELERATION_JERK_CAPPED
+from franka_agent.core.motion import (
+    ACTION_MODES,
+    CARTESIAN_ACCELERATION,
+    CARTESIAN_ACCELERATION_JERK_CAPPED,
+    MAX_EE_STEP,
+)
 from franka_agent.core.profile import RobotProfile
 from franka_agent.core.profile_file import load_profile
 from spin_decoupler_ros.core.errors import ParameterError
@@ -76,7 +81,7 @@ def declare_panda_parameters(node: Node, control_period_ns: int) -> PandaParamet
     motion_options = {
         "box_margin": margin,
         "max_ee_step": declare_float(
-            node, "max_ee_step", 0.015, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
+            node, "max_ee_step", MAX_EE_STEP, "largest TCP move per axis per step", unit="m", low=0.001, high=0.2
         ),
         "max_joint_step": declare_float(
             node, "max_joint_step", 0.15, "largest joint move per step", unit="rad", low=0.001, high=0.5

@@ -57,6 +57,10 @@ def _uniform_scale(limit: np.ndarray, vector: np.ndarray) -> float:
 # targets: test_panda_controller.py::test_inprocess_env_runs_the_task_and_a_proportional_policy_solves_it).
 CARTESIAN_ACCELERATION = 2.0
 CARTESIAN_ACCELERATION_JERK_CAPPED = 0.5
+# m per axis, the hand target's move for a full ``ee_delta`` action: fine enough that a
+# learned policy stops inside the reach task's 2 cm rather than overshooting it (at 3 cm
+# its deterministic policies circled targets: docs/panda.md, bench/robot_minutes.py).
+MAX_EE_STEP = 0.015
 
 
 class ArmMotion:
@@ -78,7 +82,7 @@ class ArmMotion:
         box: WorkspaceBox,
         q: np.ndarray,
         *,
-        max_ee_step: float = 0.015,
+        max_ee_step: float = MAX_EE_STEP,
         max_joint_step: float = 0.15,
         box_margin: float = 0.02,
         cartesian_speed: float = 0.3,
